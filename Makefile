@@ -1,0 +1,31 @@
+# Quick start: `make demo` runs the demo monitor, `make test` runs the test suite.
+# Both create the virtual environment in .venv on first use.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/driftline: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(BIN)/driftline
+
+demo: $(BIN)/driftline
+	$(BIN)/python -m flows.demo
+
+test: $(BIN)/driftline
+	$(BIN)/python -m pytest -q
+
+lint: $(BIN)/driftline
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(BIN)/driftline
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) driftline.db .driftline demo_output

@@ -1,0 +1,134 @@
+"""The check interface: configured once, fitted on the reference to a profile, evaluated per batch."""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from checks.columns import Columns
+from checks.errors import CheckInputError
+from checks.result import CheckResult, severity_for, worst_severity
+
+# Roles a check may declare in `needs`; the runner skips the check when one is absent.
+ROLES = frozenset(
+    {"label", "prediction", "score", "query_id", "class_scores", "protected", "features", "numeric",
+     "categorical", "text"}
+)
+
+
+@dataclass(kw_only=True)
+class Check(ABC):
+    """Base class of every catalog check.
+
+    Subclasses are keyword-only dataclasses whose fields are the check's parameters. `fit` turns the
+    reference into a small picklable profile (computed once per reference snapshot and cached by the
+    caller); `evaluate` compares one batch with that profile in one vectorised pass. Checks never
+    import Prefect, SQLAlchemy or Slack. Raise `CheckInputError` for unusable data and
+    `NotApplicable` when the check does not apply; the runner turns both into results.
+    """
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+    needs: ClassVar[frozenset[str]] = frozenset()
+    default_thresholds: ClassVar[Mapping[str, tuple[float, ...]]] = {}
+    lower_is_worse: ClassVar[frozenset[str]] = frozenset()
+
+    thresholds: dict[str, list[float]] | None = None
+    features: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.thresholds or {}) - set(self.default_thresholds))
+        if unknown:
+            raise CheckInputError(
+                f"{self.name}: no threshold for metric(s) {unknown}; "
+                f"thresholded metrics: {sorted(self.default_thresholds) or 'none'}"
+            )
+        for metric, values in (self.thresholds or {}).items():
+            if isinstance(values, (int, float)):
+                self.thresholds[metric] = [float(values)]
+            elif not 1 <= len(values) <= 3:
+                raise CheckInputError(f"{self.name}: thresholds.{metric} takes one to three numbers")
+
+    @abstractmethod
+    def fit(self, reference: pd.DataFrame, columns: Columns) -> Any:
+        """Summarise the reference into the profile `evaluate` needs."""
+
+    @abstractmethod
+    def evaluate(self, current: pd.DataFrame, profile: Any, columns: Columns) -> list[CheckResult]:
+        """Compare one batch with the fitted profile; one result per target."""
+
+    def run(self, reference: pd.DataFrame, current: pd.DataFrame, columns: Columns) -> list[CheckResult]:
+        """Fit and evaluate in one call (no caching, no error handling: see `checks.runner`)."""
+        return self.evaluate(current, self.fit(reference, columns), columns)
+
+    @classmethod
+    def summary(cls) -> str:
+        """First line of the class docstring."""
+        return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+
+    @classmethod
+    def parameters(cls) -> dict[str, Any]:
+        """Parameter names and their defaults."""
+        out = {}
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = f.default_factory()
+            else:
+                out[f.name] = None
+        return out
+
+    def params(self) -> dict[str, Any]:
+        """This instance's parameter values (used in cache keys and run records)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def effective_thresholds(self) -> dict[str, list[float]]:
+        """Default thresholds with the user's overrides applied."""
+        merged = {k: list(v) for k, v in self.default_thresholds.items()}
+        merged.update({k: list(v) for k, v in (self.thresholds or {}).items()})
+        return merged
+
+    def grade(self, metrics: Mapping[str, float | None]) -> str:
+        """Worst severity over the thresholded metrics present in `metrics`."""
+        thresholds = self.effective_thresholds()
+        return worst_severity(
+            severity_for(metrics.get(m), t, lower_is_worse=m in self.lower_is_worse)
+            for m, t in thresholds.items()
+            if m in metrics
+        )
+
+    def result(
+        self,
+        target: str,
+        metrics: Mapping[str, float | None],
+        *,
+        rows: int | None,
+        failing_rows: int | None = None,
+        model_impact: float | None = None,
+        details: Mapping[str, Any] | None = None,
+        severity: str | None = None,
+    ) -> CheckResult:
+        """An `ok` result graded with this check's thresholds (or with an explicit `severity`)."""
+        thresholds = {m: t for m, t in self.effective_thresholds().items() if m in metrics}
+        return CheckResult(
+            check=self.name,
+            target=target,
+            severity=severity if severity is not None else self.grade(metrics),
+            metrics=dict(metrics),
+            thresholds=thresholds,
+            rows=rows,
+            failing_rows=failing_rows,
+            model_impact=model_impact,
+            details=dict(details or {}),
+        )
+
+    def feature_columns(self, columns: Columns, kind: str = "features") -> tuple[str, ...]:
+        """The features of one kind (numeric, categorical, text, features), narrowed by `features`."""
+        selected = columns.restrict(self.features) if self.features else columns
+        return getattr(selected, kind)

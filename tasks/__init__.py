@@ -1,0 +1,1 @@
+"""Prefect tasks and the I/O they need: sources, the history store, alerting, retraining."""
