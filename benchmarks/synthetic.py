@@ -9,7 +9,7 @@ import pandas as pd
 def make_frame(
     n_rows: int, n_numeric: int = 40, n_categorical: int = 10, *, shift: float = 0.0, seed: int = 0
 ) -> pd.DataFrame:
-    """A frame of `n_rows` with numeric `num_i`, categorical `cat_i` (10 levels), `label`, `score`, `prediction`.
+    """`n_rows` rows of numeric `num_i`, categorical `cat_i` (10 levels), `label`, `score`, `prediction`.
 
     `shift` moves every numeric mean by that many standard deviations and skews category frequencies,
     so a current frame made with a shift drifts from a reference made without.

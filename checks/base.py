@@ -16,8 +16,18 @@ from checks.result import CheckResult, severity_for, worst_severity
 
 # Roles a check may declare in `needs`; the runner skips the check when one is absent.
 ROLES = frozenset(
-    {"label", "prediction", "score", "query_id", "class_scores", "protected", "features", "numeric",
-     "categorical", "text"}
+    {
+        "label",
+        "prediction",
+        "score",
+        "query_id",
+        "class_scores",
+        "protected",
+        "features",
+        "numeric",
+        "categorical",
+        "text",
+    }
 )
 
 

@@ -126,15 +126,21 @@ def infer_columns(frame: pd.DataFrame, given: Mapping[str, Any] | None = None) -
     }
     roles: dict[str, Any] = {}
     for role in SINGLE_ROLES:
-        roles[role] = given.get(role) if role in given else (_find(names, guesses[role]) if role in guesses else None)
+        roles[role] = (
+            given.get(role) if role in given else (_find(names, guesses[role]) if role in guesses else None)
+        )
     for role in LIST_ROLES:
         roles[role] = tuple(given.get(role) or ())
 
-    taken = {c for c in roles.values() if isinstance(c, str)} | set(roles["text"]) | set(roles["class_scores"])
+    taken = (
+        {c for c in roles.values() if isinstance(c, str)} | set(roles["text"]) | set(roles["class_scores"])
+    )
     rest = [c for c in names if c not in taken]
     if "numeric" not in given:
         roles["numeric"] = tuple(
-            c for c in rest if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+            c
+            for c in rest
+            if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
         )
     if "categorical" not in given:
         roles["categorical"] = tuple(c for c in rest if c not in roles["numeric"])

@@ -22,7 +22,9 @@ def register(cls: type[Check]) -> type[Check]:
     """Class decorator adding a check to the catalog under `cls.name`."""
     existing = _REGISTRY.get(cls.name)
     if existing is not None and existing is not cls:
-        raise ValueError(f"check name {cls.name!r} is registered twice ({existing.__qualname__}, {cls.__qualname__})")
+        raise ValueError(
+            f"check name {cls.name!r} is registered twice ({existing.__qualname__}, {cls.__qualname__})"
+        )
     _REGISTRY[cls.name] = cls
     return cls
 

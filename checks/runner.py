@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -47,9 +48,12 @@ def run_check(
     *,
     reference: pd.DataFrame | None = None,
     profile: Any = None,
+    fit: Callable[[Check, pd.DataFrame, Columns], Any] | None = None,
     strict: bool = False,
 ) -> list[CheckResult]:
     """Fit (unless `profile` is given) and evaluate `check`, never raising for bad data.
+
+    `fit` replaces `check.fit(reference, columns)`, e.g. with a cached lookup.
 
     `CheckInputError` becomes an `error` result and `NotApplicable` a `skipped` one, each with the
     message as reason. Any other exception also becomes an `error` result, unless `strict` is set
@@ -65,14 +69,16 @@ def run_check(
     for label, frame in (("batch", current), ("reference", reference)):
         absent = [] if frame is None else absent_columns(check, columns, frame)
         if absent:
-            return [CheckResult.error(check.name, target, f"the {label} has no column(s) {absent}", rows=rows)]
+            return [
+                CheckResult.error(check.name, target, f"the {label} has no column(s) {absent}", rows=rows)
+            ]
     try:
         if profile is None:
             if reference is None:
                 raise CheckInputError("no reference data and no fitted profile")
             if len(reference) == 0:
                 raise CheckInputError("the reference is empty")
-            profile = check.fit(reference, columns)
+            profile = fit(check, reference, columns) if fit else check.fit(reference, columns)
         results = check.evaluate(current, profile, columns)
     except NotApplicable as exc:
         return [CheckResult.skipped(check.name, target, str(exc), rows=rows)]

@@ -1,0 +1,1 @@
+"""Prefect flows (monitor, backfill, retrain), the monitor spec and the `driftline` CLI."""

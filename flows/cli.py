@@ -1,0 +1,217 @@
+"""The `driftline` command line: run, serve and backfill monitors, list and evaluate checks, read history.
+
+`checks` and `evaluate` never import Prefect, so they start fast and run anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+
+from flows.render import history_table, print_summary, results_table
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Continuous monitoring of deployed ML models."
+)
+console = Console()
+errors = Console(stderr=True)
+
+EXIT_FAILED = 1  # a check reached the spec's `fail_on` severity
+EXIT_USAGE = 2  # bad spec, bad arguments, unreadable data
+
+
+def _fail(message: str) -> None:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+
+
+def _parse_params(pairs: list[str]) -> dict[str, Any]:
+    """`key=value` pairs; values are read as YAML scalars or lists (`bins=20`, `features=[a, b]`)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            _fail(f"--param {pair!r}: expected key=value")
+        try:
+            params[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            params[key.strip()] = value
+    return params
+
+
+@app.command("checks")
+def list_checks(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """List the check catalog: name, family, what it needs, default thresholds."""
+    from rich.table import Table
+
+    from checks import registry
+
+    entries = [registry.describe(n) for n in registry.names()]
+    if as_json:
+        _print_json(entries)
+        return
+    table = Table(title=f"{len(entries)} checks", title_justify="left")
+    for col in ("name", "family", "needs", "thresholds", "summary"):
+        table.add_column(col, overflow="fold")
+    for e in entries:
+        thresholds = ", ".join(f"{k} {'/'.join(map(str, v))}" for k, v in e["thresholds"].items())
+        table.add_row(e["name"], e["family"], ", ".join(e["needs"]), thresholds, e["summary"])
+    console.print(table)
+
+
+@app.command()
+def evaluate(
+    check: Annotated[str, typer.Option("--check", "-c", help="Check name, e.g. drift.numeric.")],
+    reference: Annotated[Path, typer.Option("--reference", "-r", help="Reference CSV or Parquet file.")],
+    current: Annotated[Path, typer.Option("--current", help="Current batch CSV or Parquet file.")],
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param", "-p", help="key=value: a check parameter or a column role (label=COL, numeric=[a,b])."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Run one check on two files, without Prefect, and print its results."""
+    from checks import registry
+    from checks.columns import LIST_ROLES, SINGLE_ROLES, infer_columns
+    from checks.errors import CheckInputError
+    from checks.runner import run_check
+    from tasks.sources import SourceError, read_table
+
+    params = _parse_params(param or [])
+    roles = {k: params.pop(k) for k in list(params) if k in (*SINGLE_ROLES, *LIST_ROLES, "task")}
+    try:
+        check_obj = registry.create(check, params)
+        ref_frame, cur_frame = read_table(reference), read_table(current)
+        columns = infer_columns(ref_frame, roles)
+    except (CheckInputError, SourceError) as exc:
+        _fail(str(exc))
+    results = [r.to_dict() for r in run_check(check_obj, cur_frame, columns, reference=ref_frame)]
+    if as_json:
+        _print_json(results)
+    else:
+        console.print(results_table(results, title=f"{check} on {current.name} against {reference.name}"))
+
+
+def _load_spec_or_exit(spec_path: Path) -> Any:
+    from flows.spec import SpecError, load_spec
+
+    try:
+        return load_spec(spec_path)
+    except SpecError as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def run(
+    spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML).")],
+    batch: Annotated[
+        str | None, typer.Option("--batch", "-b", help="Batch id (default: the newest).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Show only results with a severity.")] = False,
+) -> None:
+    """Run a monitor over one batch; exit 1 when a check reaches the spec's `fail_on` severity."""
+    _load_spec_or_exit(spec_path)
+    from flows.monitor import monitor
+    from flows.spec import SpecError
+    from tasks.sources import SourceError
+
+    try:
+        summary = monitor(str(spec_path.resolve()), batch)
+    except (SourceError, SpecError) as exc:
+        _fail(str(exc))
+    if as_json:
+        _print_json(summary)
+    else:
+        print_summary(console, summary, show_ok=not quiet)
+    if summary["status"] == "failed":
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def backfill(
+    spec_path: Annotated[
+        Path, typer.Argument(help="Monitor spec (YAML) whose batch source is a file template.")
+    ],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Show only results with a severity.")] = False,
+) -> None:
+    """Run a monitor over every batch its file template matches, oldest first."""
+    _load_spec_or_exit(spec_path)
+    from flows.backfill import backfill as backfill_flow
+
+    for summary in backfill_flow(str(spec_path.resolve())):
+        print_summary(console, summary, show_ok=not quiet)
+
+
+@app.command()
+def serve(spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML).")]) -> None:
+    """Serve the monitor as a Prefect deployment on the spec's cron schedule (runs until stopped)."""
+    spec = _load_spec_or_exit(spec_path)
+    from flows.monitor import monitor
+
+    console.print(f"serving {spec.name} on cron {spec.schedule.cron!r} ({spec.schedule.timezone})")
+    monitor.serve(
+        name=spec.name,
+        cron=spec.schedule.cron,
+        parameters={"spec_path": str(spec_path.resolve())},
+        tags=["driftline"],
+    )
+
+
+@app.command()
+def history(
+    monitor_name: Annotated[str, typer.Argument(metavar="MONITOR", help="Monitor name.")],
+    check: Annotated[str | None, typer.Option("--check", help="Only this check.")] = None,
+    target: Annotated[
+        str | None, typer.Option("--target", help="Only this target (column, subset, ...).")
+    ] = None,
+    metric: Annotated[str | None, typer.Option("--metric", help="Only this metric.")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only batches from this date (YYYY-MM-DD).")
+    ] = None,
+    database: Annotated[
+        str | None,
+        typer.Option("--db", help="Database URL (default: $DRIFTLINE_DATABASE_URL or ./driftline.db)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Print the metric history of a monitor."""
+    from datetime import UTC, datetime
+
+    from tasks.history.db import StoreUnavailable, open_store, resolve_database_url
+    from tasks.history.query import read_history
+
+    try:
+        since_time = datetime.fromisoformat(since).replace(tzinfo=UTC) if since else None
+    except ValueError:
+        _fail(f"--since {since!r}: expected a date such as 2024-05-01")
+    try:
+        engine = open_store(resolve_database_url(database))
+    except StoreUnavailable as exc:
+        _fail(str(exc))
+    frame = read_history(engine, monitor_name, check=check, target=target, metric=metric, since=since_time)
+    engine.dispose()
+    records = json.loads(frame.to_json(orient="records", date_format="iso"))
+    if as_json:
+        _print_json(records)
+    elif not records:
+        errors.print(f"no history for monitor {monitor_name!r} with these filters")
+    else:
+        console.print(history_table(records, title=f"{monitor_name}: {len(records)} values"))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,101 @@
+"""Readable terminal tables of check results and metric history (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+SEVERITY_STYLE = {"none": "green", "low": "yellow", "medium": "dark_orange", "high": "bold red"}
+STATUS_STYLE = {"ok": "", "skipped": "dim", "error": "bold magenta"}
+
+
+def format_value(value: Any) -> str:
+    """Numbers to 4 significant digits, None as a dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def format_metrics(
+    metrics: Mapping[str, Any], thresholds: Mapping[str, Any] | None = None, limit: int = 4
+) -> str:
+    """`name=value` pairs, thresholded metrics first, with their thresholds in brackets."""
+    thresholds = thresholds or {}
+    names = sorted(metrics, key=lambda m: (m not in thresholds, m))[:limit]
+    parts = []
+    for name in names:
+        text = f"{name}={format_value(metrics[name])}"
+        if name in thresholds:
+            text += " [" + "/".join(format_value(t) for t in thresholds[name]) + "]"
+        parts.append(text)
+    if len(metrics) > limit:
+        parts.append(f"+{len(metrics) - limit} more")
+    return ", ".join(parts)
+
+
+def results_table(
+    results: Iterable[Mapping[str, Any]], title: str | None = None, show_ok: bool = True
+) -> Table:
+    """One row per result: check, target, status, severity, key metrics, failing rows, reason."""
+    table = Table(title=title, title_justify="left", expand=False)
+    for name in (
+        "check",
+        "target",
+        "status",
+        "severity",
+        "metrics [thresholds]",
+        "failing",
+        "impact",
+        "reason",
+    ):
+        table.add_column(name, overflow="fold")
+    for r in results:
+        if not show_ok and r["status"] == "ok" and r["severity"] == "none":
+            continue
+        table.add_row(
+            r["check"],
+            r["target"],
+            f"[{STATUS_STYLE[r['status']]}]{r['status']}" if STATUS_STYLE[r["status"]] else r["status"],
+            f"[{SEVERITY_STYLE[r['severity']]}]{r['severity']}",
+            format_metrics(r.get("metrics") or {}, r.get("thresholds")),
+            format_value(r.get("failing_rows")),
+            format_value(r.get("model_impact")),
+            (r.get("reason") or "")[:120],
+        )
+    return table
+
+
+def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -> Table:
+    """Metric history: one row per (batch, check, target, metric)."""
+    table = Table(title=title, title_justify="left")
+    for name in ("batch_time", "batch_id", "check", "target", "metric", "value", "severity", "status"):
+        table.add_column(name, overflow="fold")
+    for r in rows:
+        table.add_row(
+            str(r["batch_time"])[:19],
+            str(r["batch_id"]),
+            r["check"],
+            r["target"],
+            r["metric"],
+            format_value(r["value"]),
+            f"[{SEVERITY_STYLE.get(r['severity'], '')}]{r['severity']}",
+            r["status"],
+        )
+    return table
+
+
+def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = True) -> None:
+    """A monitor run: its results table, where the history went, what retraining did."""
+    title = (
+        f"{summary['monitor']} · batch {summary['batch_id']} · {summary['rows']} rows · "
+        f"{summary['status'].upper()} (worst severity {summary['worst_severity']})"
+    )
+    console.print(results_table(summary["results"], title=title, show_ok=show_ok))
+    console.print(f"history: {summary['stored']}")
+    if summary.get("retraining"):
+        console.print(f"retraining: {summary['retraining']}")

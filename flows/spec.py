@@ -1,0 +1,171 @@
+"""The monitor spec: one YAML file describing data, checks, alerts, retraining and schedule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from tasks.alerts.config import AlertConfig
+
+from checks.result import severity_rank
+
+Severity = Literal["none", "low", "medium", "high"]
+
+
+class SpecError(ValueError):
+    """A monitor spec that cannot be read or validated; the message names the file and the key."""
+
+
+class Strict(BaseModel):
+    """Base of every spec section: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SqlSource(Strict):
+    """Rows from a SQL query through SQLAlchemy; `:start` and `:end` bind the batch window."""
+
+    url: str | None = Field(None, description="SQLAlchemy URL; defaults to env `url_env`")
+    url_env: str | None = None
+    query: str
+    window_days: float = 1.0
+
+
+class Source(Strict):
+    """A file (CSV or Parquet), a glob with a `{batch}` placeholder, or a SQL query."""
+
+    path: str | None = None
+    sql: SqlSource | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Source:
+        if (self.path is None) == (self.sql is None):
+            raise ValueError("give exactly one of `path` or `sql`")
+        return self
+
+
+class CheckSpec(Strict):
+    """One catalog check with its parameters and threshold overrides."""
+
+    check: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    thresholds: dict[str, list[float] | float] = Field(default_factory=dict)
+    features: list[str] | None = None
+
+    def check_params(self) -> dict[str, Any]:
+        """Parameters for `checks.registry.create`, thresholds and feature list included."""
+        params = dict(self.params)
+        if self.thresholds:
+            params["thresholds"] = {k: v if isinstance(v, list) else [v] for k, v in self.thresholds.items()}
+        if self.features is not None:
+            params["features"] = self.features
+        return params
+
+
+class RetrainSpec(Strict):
+    """Start a Prefect deployment (and emit an event) when the run reaches `min_severity`."""
+
+    deployment: str | None = Field(None, description="`flow-name/deployment-name`")
+    min_severity: Severity = "high"
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    emit_event: bool = True
+
+
+class ScheduleSpec(Strict):
+    """When `driftline serve` runs the monitor."""
+
+    cron: str = "0 6 * * *"
+    timezone: str = "UTC"
+
+
+class MonitorSpec(Strict):
+    """A monitor: where the data is, which checks to run, who to alert, when to retrain."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    reference: Source
+    batches: Source
+    columns: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = Field(None, description="`package.module:callable` returning a fitted estimator")
+    checks: list[CheckSpec]
+    fail_on: Severity = "high"
+    alerts: AlertConfig = Field(default_factory=AlertConfig)
+    retrain: RetrainSpec | None = None
+    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
+    store_url: str | None = None
+    base_dir: Path = Field(Path("."), exclude=True)
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        """Allow `- drift.numeric` as shorthand for `- check: drift.numeric`."""
+        if isinstance(value, list):
+            return [{"check": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("checks")
+    @classmethod
+    def _not_empty(cls, value: list[CheckSpec]) -> list[CheckSpec]:
+        if not value:
+            raise ValueError("list at least one check")
+        return value
+
+    def resolve(self, path: str) -> Path:
+        """A path from the spec, relative to the spec file's folder."""
+        candidate = Path(path).expanduser()
+        return candidate if candidate.is_absolute() else self.base_dir / candidate
+
+
+def _format_errors(source: str, exc: ValidationError) -> str:
+    lines = [f"{source}: invalid monitor spec"]
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"  {key}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def parse_spec(data: Any, source: str = "<spec>", base_dir: Path | None = None) -> MonitorSpec:
+    """Validate an already-parsed YAML document; errors name `source` and each offending key."""
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: a monitor spec is a YAML mapping, got {type(data).__name__}")
+    try:
+        spec = MonitorSpec.model_validate({**data, "base_dir": base_dir or Path(".")})
+    except ValidationError as exc:
+        raise SpecError(_format_errors(source, exc)) from None
+    _validate_checks(spec, source)
+    return spec
+
+
+def _validate_checks(spec: MonitorSpec, source: str) -> None:
+    """Instantiate every check once so an unknown name or parameter fails at load time."""
+    from checks import registry
+    from checks.errors import CheckInputError
+
+    for i, entry in enumerate(spec.checks):
+        try:
+            registry.create(entry.check, entry.check_params())
+        except CheckInputError as exc:
+            raise SpecError(f"{source}: checks.{i}: {exc}") from None
+
+
+def load_spec(path: str | Path) -> MonitorSpec:
+    """Read and validate a monitor spec file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the monitor spec ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SpecError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    return parse_spec(data, str(path), path.resolve().parent)
+
+
+def severity_at_least(severity: str, minimum: str) -> bool:
+    """True when `severity` is at or above `minimum` (and `minimum` is not "none")."""
+    return minimum != "none" and severity_rank(severity) >= severity_rank(minimum)

@@ -1,0 +1,84 @@
+"""Reference profiles cached by content hash: a check is fitted once per reference snapshot."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from checks.base import Check
+from checks.columns import Columns
+from checks.fingerprint import config_fingerprint
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CACHE_DIR = Path(".driftline") / "profiles"
+
+
+class ProfileCache:
+    """Profiles in memory and, when `directory` is set, as pickles on disk keyed by a SHA-256 of
+    (reference content, check name, check parameters, column roles). Safe to share between threads."""
+
+    def __init__(self, directory: Path | None = DEFAULT_CACHE_DIR) -> None:
+        self.directory = directory
+        self._memory: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, check: Check, columns: Columns, reference_hash: str) -> str:
+        """Cache key of one check's profile on one reference."""
+        return config_fingerprint(check.name, check.params(), columns.to_dict(), reference_hash)
+
+    def get_or_fit(self, check: Check, reference: pd.DataFrame, columns: Columns, reference_hash: str) -> Any:
+        """The cached profile, or fit it now and remember it."""
+        key = self.key(check, columns, reference_hash)
+        with self._lock:
+            if key in self._memory:
+                self.hits += 1
+                return self._memory[key]
+        profile = self._read(key)
+        if profile is None:
+            profile = check.fit(reference, columns)
+            self._write(key, profile)
+            with self._lock:
+                self.misses += 1
+        else:
+            with self._lock:
+                self.hits += 1
+        with self._lock:
+            self._memory[key] = profile
+        return profile
+
+    def _path(self, key: str) -> Path | None:
+        return self.directory / f"{key}.pkl" if self.directory else None
+
+    def _read(self, key: str) -> Any:
+        path = self._path(key)
+        if path is None or not path.exists():
+            return None
+        try:
+            with path.open("rb") as fh:
+                return pickle.load(fh)
+        except Exception as exc:  # a corrupt or stale cache entry is refitted, never fatal
+            log.warning("ignoring unreadable cached profile %s: %s", path, exc)
+            return None
+
+    def _write(self, key: str, profile: Any) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(profile, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except Exception as exc:  # caching is an optimisation: a read-only disk must not fail the run
+            log.warning("could not cache profile %s: %s", path, exc)

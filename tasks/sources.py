@@ -1,0 +1,121 @@
+"""Loading the reference snapshot and production batches from files or SQL, with clear errors."""
+
+from __future__ import annotations
+
+import glob
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+
+BATCH_PLACEHOLDER = "{batch}"
+
+
+class SourceError(ValueError):
+    """A source that cannot be read: the message names the file, query or batch."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One production batch: its id, its frame and the time it stands for."""
+
+    batch_id: str
+    frame: pd.DataFrame
+    batch_time: datetime
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read a CSV or Parquet file; a missing or unreadable file is a `SourceError` naming it."""
+    if not path.exists():
+        raise SourceError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix in (".csv", ".gz", ".txt"):
+            return pd.read_csv(path)
+    except Exception as exc:
+        raise SourceError(
+            f"{path}: cannot parse as {suffix.lstrip('.')} ({type(exc).__name__}: {exc})"
+        ) from exc
+    raise SourceError(f"{path}: unsupported file type {suffix!r} (use .csv or .parquet)")
+
+
+def list_batch_ids(template: str) -> list[str]:
+    """Batch ids matching a path template with a `{batch}` placeholder, sorted (oldest first)."""
+    if BATCH_PLACEHOLDER not in template:
+        return [Path(template).stem] if Path(template).exists() else []
+    prefix, suffix = template.split(BATCH_PLACEHOLDER, 1)
+    pattern = re.compile(re.escape(prefix) + "(.+?)" + re.escape(suffix) + "$")
+    ids = [m.group(1) for p in glob.glob(prefix + "*" + suffix) if (m := pattern.match(p))]
+    return sorted(ids, key=_natural_key)
+
+
+def _natural_key(text: str) -> list[object]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def batch_time_from_id(batch_id: str) -> datetime | None:
+    """The date a batch id names (`2024-05-01`, `2024-05`, `20240501`), or None."""
+    for fmt in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d", "%Y-%m", "%Y%m%d"):
+        try:
+            return datetime.strptime(batch_id, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+def load_file_batch(template: str, batch_id: str | None) -> Batch:
+    """The batch `batch_id` (the newest when None) from a path template."""
+    if batch_id is None:
+        ids = list_batch_ids(template)
+        if not ids:
+            raise SourceError(f"no batch file matches {template!r}")
+        batch_id = ids[-1]
+    path = Path(template.replace(BATCH_PLACEHOLDER, batch_id))
+    frame = read_table(path)
+    return Batch(batch_id, frame, batch_time_from_id(batch_id) or _file_time(path))
+
+
+def _file_time(path: Path) -> datetime:
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+
+
+def read_sql(url: str, query: str, params: dict[str, object] | None = None) -> pd.DataFrame:
+    """Run a query through SQLAlchemy; connection and SQL errors name the database (password hidden)."""
+    from sqlalchemy import create_engine, make_url, text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    shown = make_url(url).render_as_string(hide_password=True)
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return pd.read_sql(text(query), conn, params=params or {})
+    except SQLAlchemyError as exc:
+        raise SourceError(f"query on {shown} failed: {type(exc).__name__}: {exc.orig or exc}") from exc
+    finally:
+        engine.dispose()
+
+
+def sql_window(
+    batch_id: str | None, window_days: float, now: datetime | None = None
+) -> tuple[str, datetime, datetime]:
+    """Batch id and [start, end) window: the named day, or the latest complete window before `now`."""
+    if batch_id is None:
+        now = now or datetime.now(UTC)
+        end = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        start = end - timedelta(days=window_days)
+        return start.strftime("%Y-%m-%d"), start, end
+    start = batch_time_from_id(batch_id)
+    if start is None:
+        raise SourceError(f"batch id {batch_id!r} of a SQL source must be a date such as 2024-05-01")
+    return batch_id, start, start + timedelta(days=window_days)
+
+
+def load_sql_batch(url: str, query: str, batch_id: str | None, window_days: float) -> Batch:
+    """The batch of one window from a SQL source; the query binds `:start` and `:end`."""
+    batch_id, start, end = sql_window(batch_id, window_days)
+    frame = read_sql(url, query, {"start": start, "end": end})
+    return Batch(batch_id, frame, start)

@@ -1,0 +1,48 @@
+"""A local spool for run records that could not reach the history database; replayed on a later run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SPOOL_DIR = Path(".driftline") / "spool"
+
+
+def _file_name(monitor: str, batch_id: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{monitor}__{batch_id}")
+    return f"{safe}.json"
+
+
+def spool_run(record: dict[str, Any], directory: Path = DEFAULT_SPOOL_DIR) -> Path:
+    """Write one run record (the keyword arguments of `record_run`) atomically; returns its path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / _file_name(record["monitor"], record["batch_id"])
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(record, fh, default=str)
+    os.replace(tmp, path)
+    return path
+
+
+def replay_spool(write: Callable[[dict[str, Any]], None], directory: Path = DEFAULT_SPOOL_DIR) -> int:
+    """Pass every spooled record to `write` (oldest first), deleting each once written; returns the count.
+
+    A record whose write fails stays in the spool for the next attempt.
+    """
+    if not directory.exists():
+        return 0
+    replayed = 0
+    for path in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime):
+        record = json.loads(path.read_text())
+        write(record)
+        path.unlink()
+        replayed += 1
+    return replayed

@@ -1,0 +1,87 @@
+"""The reference-profile cache (content-hash keys, disk persistence) and the run spool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pandas as pd
+import pytest
+
+from checks.base import Check
+from checks.columns import Columns
+from checks.fingerprint import frame_fingerprint
+from tasks.profiles import ProfileCache
+from tasks.spool import replay_spool, spool_run
+
+
+@dataclass(kw_only=True)
+class CountingCheck(Check):
+    """Counts its fits (not registered)."""
+
+    name: ClassVar[str] = "test.counting"
+    family: ClassVar[str] = "test"
+    bins: int = 10
+    fits: ClassVar[int] = 0
+
+    def fit(self, reference, columns):
+        CountingCheck.fits += 1
+        return {"mean": float(reference["x"].mean()), "bins": self.bins}
+
+    def evaluate(self, current, profile, columns):
+        return []
+
+
+COLS = Columns(numeric=("x",))
+
+
+def test_profile_fitted_once_per_content_and_params(tmp_path) -> None:
+    CountingCheck.fits = 0
+    ref = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    cache = ProfileCache(tmp_path)
+    key = frame_fingerprint(ref)
+    assert cache.get_or_fit(CountingCheck(), ref, COLS, key) == {"mean": 2.0, "bins": 10}
+    cache.get_or_fit(CountingCheck(), ref.copy(), COLS, frame_fingerprint(ref.copy()))
+    assert CountingCheck.fits == 1
+    cache.get_or_fit(CountingCheck(bins=5), ref, COLS, key)
+    changed = ref.assign(x=[1.0, 2.0, 4.0])
+    cache.get_or_fit(CountingCheck(), changed, COLS, frame_fingerprint(changed))
+    assert CountingCheck.fits == 3
+    # a new process reads the profile from disk instead of refitting
+    assert ProfileCache(tmp_path).get_or_fit(CountingCheck(), ref, COLS, key)["mean"] == 2.0
+    assert CountingCheck.fits == 3
+
+
+def test_corrupt_cache_entry_is_refitted(tmp_path) -> None:
+    CountingCheck.fits = 0
+    ref = pd.DataFrame({"x": [1.0]})
+    cache = ProfileCache(tmp_path)
+    key = cache.key(CountingCheck(), COLS, frame_fingerprint(ref))
+    (tmp_path / f"{key}.pkl").write_bytes(b"garbage")
+    assert (
+        ProfileCache(tmp_path).get_or_fit(CountingCheck(), ref, COLS, frame_fingerprint(ref))["mean"] == 1.0
+    )
+    assert CountingCheck.fits == 1
+
+
+def test_fingerprint_ignores_index_but_not_values_or_dtypes() -> None:
+    a = pd.DataFrame({"x": [1, 2]})
+    assert frame_fingerprint(a) == frame_fingerprint(a.set_axis([5, 6]))
+    assert frame_fingerprint(a) != frame_fingerprint(a.astype(float))
+    assert frame_fingerprint(a) != frame_fingerprint(a.assign(x=[1, 3]))
+
+
+def test_spool_keeps_records_until_written(tmp_path) -> None:
+    spool_run({"monitor": "m", "batch_id": "2024/05", "value": 1}, tmp_path)
+    spool_run({"monitor": "m", "batch_id": "b2", "value": 2}, tmp_path)
+
+    def failing(record):
+        raise ConnectionError("database down")
+
+    with pytest.raises(ConnectionError):
+        replay_spool(failing, tmp_path)
+    assert len(list(tmp_path.glob("*.json"))) == 2
+    written = []
+    assert replay_spool(written.append, tmp_path) == 2
+    assert sorted(r["value"] for r in written) == [1, 2]
+    assert not list(tmp_path.glob("*.json"))
