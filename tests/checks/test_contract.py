@@ -115,6 +115,8 @@ def test_check_survives_bad_input(name: str, case: str) -> None:
     _assert_well_formed(results, name)
     if case == "empty batch":
         assert all(r.status == "skipped" and "empty" in r.reason for r in results)
+    if case == "valid":
+        assert not [r.reason for r in results if r.status == "error"], "valid data must not give errors"
 
 
 @pytest.mark.parametrize("name", registry.names())
