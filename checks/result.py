@@ -38,10 +38,11 @@ def severity_for(value: float | None, thresholds: Sequence[float], lower_is_wors
     """Grade one metric value against ascending thresholds.
 
     Thresholds are aligned with the top of the scale: three values mean low/medium/high, two mean
-    medium/high, one means high. A NaN or missing value grades as "none". With `lower_is_worse`
+    medium/high, one means high. A NaN or missing value grades as "none"; an infinite one crosses
+    every threshold on its side. With `lower_is_worse`
     (p-values, accuracies), thresholds are descending and a value at or below one reaches it.
     """
-    if value is None or not math.isfinite(value) or not thresholds:
+    if value is None or math.isnan(value) or not thresholds:
         return "none"
     if len(thresholds) > 3:
         raise ValueError(f"at most three thresholds (low, medium, high), got {list(thresholds)}")

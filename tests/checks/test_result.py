@@ -46,6 +46,8 @@ def test_float_trap_difference_reaches_threshold(case: dict) -> None:
         (0.49, [0.5], "none"),
         (math.nan, [0.1], "none"),
         (None, [0.1], "none"),
+        (math.inf, [0.1, 0.2, 0.3], "high"),
+        (-math.inf, [0.1, 0.2, 0.3], "none"),
     ],
 )
 def test_thresholds_align_with_the_top(value, thresholds, expected) -> None:
