@@ -1,0 +1,473 @@
+"""Distribution drift of features, labels and predictions between the reference and a batch.
+
+Every check here grades the population stability index (PSI, defined in `checks.binning`: add-one
+smoothing by default, `smoothing=0` for the plain formula) with thresholds (0.1, 0.2, 0.3) for
+low/medium/high, except `drift.label`, which grades the Kolmogorov–Smirnov statistic. Each target
+(a feature, the label, the score) gets its own result; a target that cannot be computed gets an
+`error` or `skipped` result naming the column while the others go on. NaN and inf values are dropped
+and counted in `details["dropped_rows"]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from checks.base import Check
+from checks.binning import (
+    DEFAULT_SMOOTHING,
+    UNSEEN,
+    CategoryCounts,
+    NumericSketch,
+    bin_counts,
+    chi_square,
+    finite_values,
+    psi,
+    value_counts,
+)
+from checks.columns import Columns, infer_task
+from checks.errors import CheckInputError, NotApplicable
+from checks.impact import model_impact
+from checks.registry import register
+from checks.result import CheckResult
+
+PSI_THRESHOLDS: dict[str, tuple[float, ...]] = {"psi": (0.1, 0.2, 0.3)}
+NUMERIC_TESTS = frozenset({"ks", "wasserstein"})
+DETAIL_CATEGORIES = 10
+
+
+@dataclass(frozen=True)
+class _Unusable:
+    """A target whose reference could not be summarised; evaluated as an error or skipped result."""
+
+    reason: str
+    skipped: bool
+
+
+@dataclass(frozen=True)
+class LabelSummary:
+    """Reference summary of the label: an ECDF sketch for KS and a PSI summary (classes or bins)."""
+
+    sketch: NumericSketch
+    distribution: NumericSketch | CategoryCounts
+
+
+@dataclass(kw_only=True)
+class _DistributionDrift(Check):
+    """Shared machinery: one reference summary per target, compared with the batch target by target."""
+
+    family: ClassVar[str] = "drift"
+    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = PSI_THRESHOLDS
+
+    bins: int = 10
+    smoothing: float = DEFAULT_SMOOTHING
+    min_rows: int = 10
+    sketch_size: int = 10_000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.bins < 2:
+            raise CheckInputError(f"{self.name}: bins must be at least 2, got {self.bins}")
+        if self.smoothing < 0:
+            raise CheckInputError(f"{self.name}: smoothing must be >= 0, got {self.smoothing}")
+        if self.sketch_size < self.bins:
+            raise CheckInputError(f"{self.name}: sketch_size must be at least bins ({self.bins})")
+
+    # --- hooks -------------------------------------------------------------------------------------
+
+    def targets(self, columns: Columns) -> list[str]:
+        """Names of the targets, in result order."""
+        raise NotImplementedError
+
+    def values(self, frame: pd.DataFrame, target: str, columns: Columns) -> pd.Series:
+        """The target's values in `frame`."""
+        if target not in frame.columns:
+            raise CheckInputError(f"column {target!r} is not in the data")
+        return frame[target]
+
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> Any:
+        """Reference summary of one target."""
+        raise NotImplementedError
+
+    def compare(
+        self, summary: Any, values: pd.Series, target: str
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Metrics and details of one target's batch values against its summary."""
+        raise NotImplementedError
+
+    # --- interface ---------------------------------------------------------------------------------
+
+    def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
+        targets = self.targets(columns)
+        if not targets:
+            raise NotApplicable(f"{self.name}: no column to compare")
+        return {t: self._fit_target(reference, t, columns) for t in targets}
+
+    def _fit_target(self, reference: pd.DataFrame, target: str, columns: Columns) -> Any:
+        try:
+            return self.summarise(self.values(reference, target, columns), target, columns)
+        except CheckInputError as exc:
+            return _Unusable(f"reference: {exc}", skipped=False)
+        except NotApplicable as exc:
+            return _Unusable(f"reference: {exc}", skipped=True)
+
+    def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
+        return [self._evaluate_target(current, t, summary, columns) for t, summary in profile.items()]
+
+    def _evaluate_target(
+        self, current: pd.DataFrame, target: str, summary: Any, columns: Columns
+    ) -> CheckResult:
+        rows = len(current)
+        if isinstance(summary, _Unusable):
+            make = CheckResult.skipped if summary.skipped else CheckResult.error
+            return make(self.name, target, summary.reason, rows=rows)
+        try:
+            values = self.values(current, target, columns)
+            metrics, details = self.compare(summary, values, target)
+        except CheckInputError as exc:
+            return CheckResult.error(self.name, target, str(exc), rows=rows)
+        except NotApplicable as exc:
+            return CheckResult.skipped(self.name, target, str(exc), rows=rows)
+        severity = self.severity(metrics)
+        failing, impact = self.impact(current, values, summary, severity, columns)
+        return self.result(
+            target,
+            metrics,
+            rows=rows,
+            failing_rows=failing,
+            model_impact=impact,
+            details=details,
+            severity=severity,
+        )
+
+    def severity(self, metrics: dict[str, float]) -> str:
+        """Grade of one target (the thresholded metrics by default)."""
+        return self.grade(metrics)
+
+    def impact(
+        self, current: pd.DataFrame, values: pd.Series, summary: Any, severity: str, columns: Columns
+    ) -> tuple[int | None, float | None]:
+        """Rows in drifted bins and their model impact; computed only by feature checks."""
+        return None, None
+
+    def require_rows(self, n: int, target: str, side: str = "batch") -> None:
+        if n < self.min_rows:
+            raise NotApplicable(
+                f"column {target!r} has {n} usable value(s) in the {side} (min_rows={self.min_rows})"
+            )
+
+    # --- shared summaries --------------------------------------------------------------------------
+
+    def numeric_summary(self, values: pd.Series, target: str) -> NumericSketch:
+        finite, _ = finite_values(values, target)
+        self.require_rows(len(finite), target, "reference")
+        return NumericSketch.from_values(finite, self.bins, self.sketch_size)
+
+    def category_summary(self, values: pd.Series, target: str) -> CategoryCounts:
+        summary = CategoryCounts.from_series(values)
+        self.require_rows(summary.n, target, "reference")
+        return summary
+
+    def compare_numeric(
+        self, sketch: NumericSketch, values: pd.Series, target: str, tests: frozenset[str] = frozenset()
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """PSI on the reference bins (plus KS / Wasserstein when asked) with one sort of the batch."""
+        finite, dropped = finite_values(values, target)
+        self.require_rows(len(finite), target)
+        ordered = np.sort(finite)
+        current = bin_counts(ordered, sketch.edges)
+        metrics = {"psi": psi(sketch.counts, current, self.smoothing)}
+        if "ks" in tests:
+            metrics["ks_statistic"], metrics["ks_pvalue"] = sketch.ks(ordered)
+        if "wasserstein" in tests:
+            metrics["wasserstein"] = sketch.wasserstein(ordered)
+        details = {
+            "bins": len(sketch.counts),
+            "edges": sketch.edges.tolist(),
+            "reference_shares": (sketch.counts / sketch.n).tolist(),
+            "current_shares": (current / len(ordered)).tolist(),
+            "out_of_range_share": sketch.out_of_range(ordered),
+            "reference_rows": sketch.n,
+            "dropped_rows": dropped,
+        }
+        if "ks" in tests:
+            details["ks_exact"] = sketch.exact
+        return metrics, details
+
+    def compare_categories(
+        self, summary: CategoryCounts, values: pd.Series, target: str, chi2: bool = False
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """PSI over the reference categories plus a pooled bin for unseen ones (and the chi-square test)."""
+        counts, dropped = value_counts(values)
+        self.require_rows(int(counts.sum()), target)
+        ref, cur, unseen_names, unseen = summary.align(counts)
+        metrics = {"psi": psi(ref, cur, self.smoothing)}
+        if chi2:
+            metrics["chi2_statistic"], metrics["chi2_pvalue"] = chi_square(ref, cur)
+        details = {
+            "categories": len(summary.categories),
+            "largest_changes": _largest_changes(summary.categories, ref, cur, DETAIL_CATEGORIES),
+            "unseen_share": unseen / cur.sum(),
+            "unseen_examples": unseen_names[:DETAIL_CATEGORIES],
+            "reference_rows": summary.n,
+            "dropped_rows": dropped,
+        }
+        return metrics, details
+
+
+def _largest_changes(
+    categories: tuple[str, ...], ref: np.ndarray, cur: np.ndarray, limit: int
+) -> dict[str, dict[str, float]]:
+    """Reference and current shares of the categories whose share moved most (the pooled unseen bin last)."""
+    names = [*categories, UNSEEN][: len(ref)]
+    ref_share, cur_share = ref / ref.sum(), cur / cur.sum()
+    order = np.argsort(-np.abs(cur_share - ref_share), kind="stable")[:limit]
+    return {names[i]: {"reference": float(ref_share[i]), "current": float(cur_share[i])} for i in order}
+
+
+@dataclass(kw_only=True)
+class _FeatureDrift(_DistributionDrift):
+    """Feature drift with model impact: the performance gap of rows in over-represented bins."""
+
+    compute_impact: bool = True
+
+    def impact(
+        self, current: pd.DataFrame, values: pd.Series, summary: Any, severity: str, columns: Columns
+    ) -> tuple[int | None, float | None]:
+        if severity == "none" or not self.compute_impact:
+            return None, None
+        failing = self.over_represented(values, summary)
+        return int(failing.sum()), model_impact(current, failing, columns)
+
+    def over_represented(self, values: pd.Series, summary: Any) -> np.ndarray:
+        """Mask of the batch rows that fall in a bin whose share grew from the reference."""
+        raise NotImplementedError
+
+
+@register
+@dataclass(kw_only=True)
+class NumericDrift(_FeatureDrift):
+    """Numeric feature drift: PSI on reference-quantile bins, two-sample KS test (and Wasserstein).
+
+    Interior bin edges are the reference quantiles at k / bins; duplicate edges from ties are merged and
+    the outer bins are open, so out-of-range values land in the first or last bin. `tests` adds
+    statistics beside PSI: "ks" (statistic and asymptotic p-value) and "wasserstein".
+    """
+
+    name: ClassVar[str] = "drift.numeric"
+    needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
+
+    tests: tuple[str, ...] = ("ks",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.tests = tuple(self.tests)
+        unknown = sorted(set(self.tests) - NUMERIC_TESTS)
+        if unknown:
+            raise CheckInputError(
+                f"{self.name}: unknown test(s) {unknown}; choose from {sorted(NUMERIC_TESTS)}"
+            )
+
+    def targets(self, columns: Columns) -> list[str]:
+        return list(self.feature_columns(columns, "numeric"))
+
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> NumericSketch:
+        return self.numeric_summary(values, target)
+
+    def compare(self, summary: NumericSketch, values: pd.Series, target: str) -> tuple[dict, dict]:
+        return self.compare_numeric(summary, values, target, frozenset(self.tests))
+
+    def over_represented(self, values: pd.Series, summary: NumericSketch) -> np.ndarray:
+        raw = values.to_numpy(dtype=float, na_value=np.nan)
+        finite = np.isfinite(raw)
+        index = summary.bin_index(raw)
+        cur = np.bincount(index[finite], minlength=len(summary.counts))
+        grew = cur / max(finite.sum(), 1) > summary.counts / summary.n
+        return finite & grew[index]
+
+
+@register
+@dataclass(kw_only=True)
+class CategoricalDrift(_FeatureDrift):
+    """Categorical feature drift: PSI over category frequencies (unseen categories pooled in one extra
+    bin) and Pearson's chi-square test of homogeneity on the reference/batch count table."""
+
+    name: ClassVar[str] = "drift.categorical"
+    needs: ClassVar[frozenset[str]] = frozenset({"categorical"})
+
+    def targets(self, columns: Columns) -> list[str]:
+        return list(self.feature_columns(columns, "categorical"))
+
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> CategoryCounts:
+        return self.category_summary(values, target)
+
+    def compare(self, summary: CategoryCounts, values: pd.Series, target: str) -> tuple[dict, dict]:
+        return self.compare_categories(summary, values, target, chi2=True)
+
+    def over_represented(self, values: pd.Series, summary: CategoryCounts) -> np.ndarray:
+        counts, _ = value_counts(values)
+        ref_share = pd.Series(summary.counts / summary.n, index=list(summary.categories))
+        cur_share = counts / counts.sum()
+        grew = cur_share.index[
+            cur_share.to_numpy() > ref_share.reindex(cur_share.index, fill_value=0).to_numpy()
+        ]
+        keys = values.astype(str)
+        return (keys.isin(set(grew)) & values.notna()).to_numpy()
+
+
+def _is_discrete(values: pd.Series, columns: Columns) -> bool:
+    """Classification targets are compared class by class, regression targets on quantile bins."""
+    if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
+        return True
+    return (columns.task or infer_task(values)) != "regression"
+
+
+@dataclass(kw_only=True)
+class _LabelDistribution(_DistributionDrift):
+    """Drift of the label column: classes for classification, quantile bins for regression."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"label"})
+
+    def targets(self, columns: Columns) -> list[str]:
+        return [columns.label] if columns.label else []
+
+    def distribution(
+        self, values: pd.Series, target: str, columns: Columns
+    ) -> NumericSketch | CategoryCounts:
+        if _is_discrete(values, columns):
+            return self.category_summary(values, target)
+        return self.numeric_summary(values, target)
+
+    def compare_distribution(
+        self, summary: NumericSketch | CategoryCounts, values: pd.Series, target: str
+    ) -> tuple[dict, dict]:
+        if isinstance(summary, CategoryCounts):
+            return self.compare_categories(summary, values, target)
+        return self.compare_numeric(summary, values, target)
+
+
+@register
+@dataclass(kw_only=True)
+class LabelDrift(_LabelDistribution):
+    """Label drift: two-sample KS test on the (numeric) label, failing when the p-value is below
+    `p_value_threshold` and the KS statistic reaches its thresholds; PSI reported alongside."""
+
+    name: ClassVar[str] = "drift.label"
+    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"ks_statistic": (0.1, 0.2, 0.3)}
+
+    p_value_threshold: float = 0.01
+
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> LabelSummary:
+        if not pd.api.types.is_numeric_dtype(values.dtype):
+            raise NotApplicable(
+                f"label {target!r} is not numeric: KS needs ordered values (use drift.label_psi)"
+            )
+        return LabelSummary(self.numeric_summary(values, target), self.distribution(values, target, columns))
+
+    def compare(self, summary: LabelSummary, values: pd.Series, target: str) -> tuple[dict, dict]:
+        metrics, details = self.compare_distribution(summary.distribution, values, target)
+        finite, _ = finite_values(values, target)
+        metrics["ks_statistic"], metrics["ks_pvalue"] = summary.sketch.ks(np.sort(finite))
+        details["ks_exact"] = summary.sketch.exact
+        return metrics, details
+
+    def severity(self, metrics: dict[str, float]) -> str:
+        if not metrics["ks_pvalue"] < self.p_value_threshold:
+            return "none"
+        return self.grade({"ks_statistic": metrics["ks_statistic"]})
+
+
+@register
+@dataclass(kw_only=True)
+class LabelPSIDrift(_LabelDistribution):
+    """Label drift by PSI: over the classes for classification, on reference-quantile bins for regression."""
+
+    name: ClassVar[str] = "drift.label_psi"
+
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> NumericSketch | CategoryCounts:
+        return self.distribution(values, target, columns)
+
+    def compare(
+        self, summary: NumericSketch | CategoryCounts, values: pd.Series, target: str
+    ) -> tuple[dict, dict]:
+        return self.compare_distribution(summary, values, target)
+
+
+@register
+@dataclass(kw_only=True)
+class PredictionDrift(_DistributionDrift):
+    """Prediction drift: PSI of the score on reference-quantile bins (one result per class-score column
+    for multiclass; the prediction column when there is no score, by class if it is not numeric)."""
+
+    name: ClassVar[str] = "drift.prediction"
+
+    def targets(self, columns: Columns) -> list[str]:
+        if columns.score:
+            return [columns.score]
+        if columns.class_scores:
+            return list(columns.class_scores)
+        return [columns.prediction] if columns.prediction else []
+
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> NumericSketch | CategoryCounts:
+        if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+            return self.numeric_summary(values, target)
+        return self.category_summary(values, target)
+
+    def compare(
+        self, summary: NumericSketch | CategoryCounts, values: pd.Series, target: str
+    ) -> tuple[dict, dict]:
+        if isinstance(summary, CategoryCounts):
+            return self.compare_categories(summary, values, target)
+        return self.compare_numeric(summary, values, target)
+
+
+def predicted_labels(frame: pd.DataFrame, columns: Columns, threshold: float) -> pd.Series:
+    """Predicted classes: the prediction column, else score >= threshold as 0/1 (binary), else the name
+    of the class-score column with the highest score."""
+    needed = (
+        [columns.prediction or columns.score] if columns.prediction or columns.score else columns.class_scores
+    )
+    absent = [c for c in needed if c not in frame.columns]
+    if absent:
+        raise CheckInputError(f"column(s) {absent} are not in the data")
+    if columns.prediction:
+        return frame[columns.prediction]
+    if columns.score:
+        score = frame[columns.score]
+        if not pd.api.types.is_numeric_dtype(score.dtype):
+            raise CheckInputError(f"score column {columns.score!r} is not numeric (dtype {score.dtype})")
+        return (score >= threshold).astype("Int64").where(score.notna())
+    if not columns.class_scores:
+        raise NotApplicable("no prediction, score or class_scores column")
+    scores = frame[list(columns.class_scores)].apply(pd.to_numeric, errors="coerce")
+    best = scores.fillna(-np.inf).to_numpy(dtype=float).argmax(axis=1)
+    labels = pd.Series(np.asarray(columns.class_scores, dtype=object)[best], index=frame.index)
+    return labels.where(scores.notna().all(axis=1).to_numpy())
+
+
+@register
+@dataclass(kw_only=True)
+class PredictedLabelDrift(_DistributionDrift):
+    """Predicted-label drift: PSI over the predicted class frequencies (prediction column, or the score
+    thresholded at `threshold`, or the arg-max of the class scores)."""
+
+    name: ClassVar[str] = "drift.predicted_label"
+
+    threshold: float = 0.5
+
+    def targets(self, columns: Columns) -> list[str]:
+        if columns.prediction or columns.score or columns.class_scores:
+            return ["predicted_label"]
+        return []
+
+    def values(self, frame: pd.DataFrame, target: str, columns: Columns) -> pd.Series:
+        return predicted_labels(frame, columns, self.threshold)
+
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> CategoryCounts:
+        return self.category_summary(values, target)
+
+    def compare(self, summary: CategoryCounts, values: pd.Series, target: str) -> tuple[dict, dict]:
+        return self.compare_categories(summary, values, target)
