@@ -1,0 +1,272 @@
+"""Abnormal-input checks on tabular features: shared machinery, and the null-rate check.
+
+An abnormal check flags the batch rows whose value is abnormal with respect to the reference (an
+outlier, an unseen or rare category, an inconsistent pair of values, ...). Every target's result
+carries `failing_rows`, the failing share, the model impact of the failing rows (performance on
+passing minus failing rows, or the change in predictions without labels) and the ids of the first
+failing rows. The concrete checks live in `abnormal_values` (numeric), `abnormal_categories`,
+`abnormal_pairs` and `abnormal_strings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from checks.base import Check
+from checks.columns import Columns
+from checks.errors import CheckInputError, NotApplicable
+from checks.impact import model_impact
+from checks.registry import register
+from checks.result import THRESHOLD_TOLERANCE, CheckResult, worst_severity
+
+FAILING_SHARE = "failing_share"
+IMPACT = "model_impact"
+# Presence and impact thresholds shared by the abnormal checks (two values: medium, high).
+DEFAULT_THRESHOLDS: dict[str, tuple[float, ...]] = {FAILING_SHARE: (0.01, 0.05), IMPACT: (0.05, 0.1)}
+
+
+@dataclass
+class Flags:
+    """What one target's evaluation found: failing rows and rows that could be judged, over the batch."""
+
+    failing: np.ndarray
+    usable: np.ndarray
+    metrics: dict[str, float] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class AbnormalCheck(Check):
+    """Base of the abnormal-input checks: per-target profiles, failing rows, graded results.
+
+    Severity combines the presence of abnormal rows with their impact on the model: it is the worse
+    of the failing share graded against `thresholds.failing_share` and the model impact graded
+    against `thresholds.model_impact`, and at least "low" as soon as one row fails (any abnormal
+    value is worth a warning). The impact only counts once `min_impact_rows` rows fail, so that a
+    couple of rows cannot raise the severity by chance (it is reported either way). Rows without a
+    value to judge (null, NaN, inf) are left out of the share and counted in `details.dropped_rows`.
+    """
+
+    family: ClassVar[str] = "abnormal"
+    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DEFAULT_THRESHOLDS
+    # Feature kind the default `fit` iterates over ("numeric", "categorical" or "features").
+    kind: ClassVar[str] = "categorical"
+
+    max_failing_ids: int = 100
+    min_impact_rows: int = 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_failing_ids < 0 or self.min_impact_rows < 1:
+            raise CheckInputError(f"{self.name}: max_failing_ids must be >= 0 and min_impact_rows >= 1")
+
+    # -- fitting ---------------------------------------------------------------------------------
+
+    def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
+        """Profile every candidate column; columns that do not qualify are left out, broken ones noted."""
+        targets: dict[str, Any] = {}
+        issues: dict[str, tuple[str, str]] = {}
+        for column in self.feature_columns(columns, self.kind):
+            if column not in reference.columns:
+                issues[column] = ("error", f"column {column!r} is missing from the reference")
+                continue
+            try:
+                profile = self._fit_column(reference[column], column)
+            except NotApplicable as exc:
+                issues[column] = ("skipped", str(exc))
+            except CheckInputError as exc:
+                issues[column] = ("error", str(exc))
+            else:
+                if profile is not None:
+                    targets[column] = profile
+        return {"targets": targets, "issues": issues}
+
+    def _fit_column(self, values: pd.Series, column: str) -> Any:
+        """One column's profile, or None when the column is not a target of this check."""
+        raise NotImplementedError
+
+    # -- evaluation ------------------------------------------------------------------------------
+
+    def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
+        return self._collect(current, profile, columns, partial(self._flag, current))
+
+    def _collect(
+        self,
+        current: pd.DataFrame,
+        profile: dict[str, Any],
+        columns: Columns,
+        flag: Callable[[str, Any], Flags],
+    ) -> list[CheckResult]:
+        """One result per noted issue and per profiled target; a target's bad input stays its own."""
+        rows = len(current)
+        results = [
+            CheckResult(check=self.name, target=target, status=status, reason=reason, rows=rows)
+            for target, (status, reason) in profile["issues"].items()
+        ]
+        for target, target_profile in profile["targets"].items():
+            try:
+                results.append(self._graded(current, target, flag(target, target_profile), columns))
+            except NotApplicable as exc:
+                results.append(CheckResult.skipped(self.name, target, str(exc), rows=rows))
+            except CheckInputError as exc:
+                results.append(CheckResult.error(self.name, target, str(exc), rows=rows))
+        if not results:
+            raise NotApplicable(self._no_target_reason())
+        return results
+
+    def _flag(self, current: pd.DataFrame, target: str, profile: Any) -> Flags:
+        """Failing and usable rows of one target in the batch."""
+        raise NotImplementedError
+
+    def _no_target_reason(self) -> str:
+        return f"no feature qualifies for {self.name}"
+
+    def _graded(self, current: pd.DataFrame, target: str, flags: Flags, columns: Columns) -> CheckResult:
+        usable_rows = int(np.count_nonzero(flags.usable))
+        if usable_rows == 0:
+            raise NotApplicable(f"{target!r} has no usable value in the batch (all null, NaN or inf)")
+        failing_rows = int(np.count_nonzero(flags.failing))
+        metrics: dict[str, float] = {FAILING_SHARE: failing_rows / usable_rows, **flags.metrics}
+        impact = model_impact(current, flags.failing, columns) if failing_rows else None
+        if impact is not None:
+            metrics[IMPACT] = impact
+        details = {
+            "dropped_rows": len(current) - usable_rows,
+            **flags.details,
+            **failing_ids(current, flags.failing, columns, self.max_failing_ids),
+        }
+        return self.result(
+            target,
+            metrics,
+            rows=usable_rows,
+            failing_rows=failing_rows,
+            model_impact=impact,
+            details=details,
+            severity=self._severity(metrics, failing_rows),
+        )
+
+    def _severity(self, metrics: dict[str, float], failing_rows: int) -> str:
+        impact_counts = self._impact_counts(metrics, failing_rows)
+        graded = self.grade({k: v for k, v in metrics.items() if k != IMPACT or impact_counts})
+        return worst_severity([graded, "low"]) if self._warns(metrics, failing_rows) else graded
+
+    def _impact_counts(self, metrics: dict[str, float], failing_rows: int) -> bool:
+        return failing_rows >= self.min_impact_rows
+
+    def _warns(self, metrics: dict[str, float], failing_rows: int) -> bool:
+        return failing_rows > 0
+
+
+def failing_ids(frame: pd.DataFrame, failing: np.ndarray, columns: Columns, cap: int) -> dict[str, Any]:
+    """The first `cap` failing row ids (the `id` role column if present, else the index) and their total."""
+    positions = np.flatnonzero(failing)
+    ids = frame[columns.id] if columns.id and columns.id in frame.columns else frame.index
+    return {"failing_ids": ids.take(positions[: max(cap, 0)]).tolist(), "failing_ids_total": len(positions)}
+
+
+# -- value encoding shared by the categorical and string checks -----------------------------------
+
+
+def encode(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes (-1 for null) and the distinct values they index, without a pass per value."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(), values.cat.categories
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    return codes, pd.Index(uniques)
+
+
+def member(values: pd.Index | pd.Series, vocabulary: pd.Index) -> np.ndarray:
+    """Which `values` are in `vocabulary` (unique), by hash lookup: the cost grows with `values` only."""
+    return vocabulary.get_indexer(pd.Index(values)) >= 0
+
+
+def spread(flags: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Per-row booleans from per-distinct-value booleans; null rows (code -1) are False."""
+    return np.append(np.asarray(flags, dtype=bool), False)[codes]
+
+
+def code_flags(
+    current: pd.DataFrame, column: str, flag_values: Callable[[pd.Index], Any], top: int = 10
+) -> Flags:
+    """Flags of one column from a predicate on its distinct values (`flag_values(uniques) -> bools`).
+
+    `details.top_failing_values` lists the most frequent failing values with their row counts.
+    """
+    codes, uniques = encode(column_of(current, column))
+    failing = spread(flag_values(uniques), codes)
+    counts = np.bincount(codes[failing], minlength=len(uniques))
+    order = np.argsort(-counts, kind="stable")[:top]
+    top_values = [[uniques[i], int(counts[i])] for i in order if counts[i] > 0]
+    return Flags(failing=failing, usable=codes >= 0, details={"top_failing_values": top_values})
+
+
+def column_of(frame: pd.DataFrame, column: str) -> pd.Series:
+    """The batch column, or a per-target error naming it when it is absent."""
+    if column not in frame.columns:
+        raise CheckInputError(f"column {column!r} is missing from the batch")
+    return frame[column]
+
+
+def below(values: np.ndarray, threshold: np.ndarray | float) -> np.ndarray:
+    """`values < threshold`, strictly, allowing for floating-point rounding (0.02 is not below 0.02)."""
+    return values < threshold - THRESHOLD_TOLERANCE * np.maximum(1.0, np.abs(threshold))
+
+
+def is_text(uniques: pd.Index) -> bool:
+    """True when every distinct non-null value is a string."""
+    return pd.api.types.infer_dtype(uniques, skipna=True) in ("string", "empty")
+
+
+def text_values(uniques: pd.Index, column: str) -> pd.Series:
+    """Distinct values as a string Series; a per-target error when the batch holds non-strings."""
+    if not is_text(uniques):
+        kind = pd.api.types.infer_dtype(uniques, skipna=True)
+        raise CheckInputError(f"column {column!r} holds {kind} values, not strings")
+    return pd.Series(uniques, dtype=str)
+
+
+# -- null rate ------------------------------------------------------------------------------------
+
+
+@register
+@dataclass(kw_only=True)
+class NullRate(AbnormalCheck):
+    """Null rate of each feature against the reference: failing rows are the batch's nulls.
+
+    Graded on `null_rate_increase` (batch null rate minus the reference's) and on the model impact of
+    the null rows, which only counts when nulls became more frequent (and `min_impact_rows` rows are
+    null); nulls in a column that had none in the reference are at least "low".
+    """
+
+    name: ClassVar[str] = "abnormal.nulls"
+    needs: ClassVar[frozenset[str]] = frozenset({"features"})
+    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {
+        "null_rate_increase": (0.01, 0.05),
+        IMPACT: DEFAULT_THRESHOLDS[IMPACT],
+    }
+    kind: ClassVar[str] = "features"
+
+    def _fit_column(self, values: pd.Series, column: str) -> float:
+        return float(values.isna().mean())
+
+    def _flag(self, current: pd.DataFrame, target: str, profile: float) -> Flags:
+        nulls = column_of(current, target).isna().to_numpy()
+        rate = float(nulls.mean()) if len(nulls) else 0.0
+        return Flags(
+            failing=nulls,
+            usable=np.ones(len(nulls), dtype=bool),
+            metrics={"reference_null_rate": profile, "null_rate_increase": rate - profile},
+        )
+
+    def _impact_counts(self, metrics: dict[str, float], failing_rows: int) -> bool:
+        increased = metrics["null_rate_increase"] > 0
+        return increased and super()._impact_counts(metrics, failing_rows)
+
+    def _warns(self, metrics: dict[str, float], failing_rows: int) -> bool:
+        return failing_rows > 0 and metrics["reference_null_rate"] == 0

@@ -1,0 +1,148 @@
+"""Abnormal numeric values: outliers beyond the supported bulk of the reference, and out-of-range values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from checks.abnormal import AbnormalCheck, Flags, column_of
+from checks.errors import CheckInputError, NotApplicable
+from checks.registry import register
+
+
+def numeric_values(values: pd.Series, column: str, where: str) -> np.ndarray:
+    """The column as floats (NA -> NaN); a per-target error when it does not hold numbers."""
+    if not pd.api.types.is_numeric_dtype(values):
+        raise CheckInputError(f"column {column!r} is not numeric in the {where} (dtype {values.dtype})")
+    return values.to_numpy(dtype=float, na_value=np.nan)
+
+
+def finite_reference(values: pd.Series, column: str) -> np.ndarray:
+    """The reference's finite values; NotApplicable when there are none."""
+    x = numeric_values(values, column, "reference")
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        raise NotApplicable(f"column {column!r} has no finite value in the reference")
+    return x
+
+
+def runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start positions and lengths of the runs of equal keys in a sorted array."""
+    boundary = np.empty(len(keys), dtype=bool)
+    boundary[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    return starts, np.diff(starts, append=len(keys))
+
+
+def sorted_quantile(x: np.ndarray, q: float) -> float:
+    """Quantile `q` of sorted `x` by linear interpolation (numpy's default method), without re-sorting."""
+    position = q * (len(x) - 1)
+    low = int(position)
+    high = min(low + 1, len(x) - 1)
+    return float(x[low] + (position - low) * (x[high] - x[low]))
+
+
+def bin_width(x: np.ndarray) -> float:
+    """Freedman-Diaconis width 2·IQR·n^(-1/3) of sorted `x`; Scott's 3.49·σ·n^(-1/3) when the IQR is 0."""
+    n = len(x)
+    width = 2.0 * (sorted_quantile(x, 0.75) - sorted_quantile(x, 0.25)) * n ** (-1 / 3)
+    return float(width if width > 0 else 3.49 * x.std() * n ** (-1 / 3))
+
+
+def supported_range(x: np.ndarray, min_support: int) -> tuple[float, float, str] | None:
+    """Smallest and largest sorted values lying in a unit with at least `min_support` values.
+
+    A unit is a distinct value when values repeat (at least half of the distinct values occur
+    `min_support` times: counts, ages, ratings), otherwise a bin of Freedman-Diaconis width anchored
+    at the minimum. None when no unit has enough support. Returns (lower, upper, unit).
+    """
+    starts, counts = runs(x)
+    unit = "value"
+    repeating = 2 * np.count_nonzero(counts >= min_support) >= len(counts)
+    if not repeating and (width := bin_width(x)) > 0:
+        starts, counts = runs(np.floor((x - x[0]) / width))
+        unit = "bin"
+    supported = np.flatnonzero(counts >= min_support)
+    if len(supported) == 0:
+        return None
+    first, last = supported[0], supported[-1]
+    return float(x[starts[first]]), float(x[starts[last] + counts[last] - 1]), unit
+
+
+@dataclass(kw_only=True)
+class _RangeCheck(AbnormalCheck):
+    """Flags finite batch values below `lower` or above `upper` of the fitted profile."""
+
+    kind: ClassVar[str] = "numeric"
+
+    def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, float]) -> Flags:
+        x = numeric_values(column_of(current, target), target, "batch")
+        finite = np.isfinite(x)
+        with np.errstate(invalid="ignore"):
+            below = finite & (x < profile["lower"])
+            above = finite & (x > profile["upper"])
+        details = {
+            **profile,
+            "below_rows": int(below.sum()),
+            "above_rows": int(above.sum()),
+            "inf_rows": int(np.isinf(x).sum()),
+        }
+        return Flags(failing=below | above, usable=finite, details=details)
+
+
+@register
+@dataclass(kw_only=True)
+class NumericOutliers(_RangeCheck):
+    """Numeric outliers: batch values outside the range of the reference values with real support.
+
+    Thresholds are the smallest and largest reference values whose unit (the value itself when values
+    repeat, else a Freedman-Diaconis bin) holds at least `min_support` reference values, so values
+    seen once beyond the bulk are outliers: ages 0..97 seen often plus 103 and 114 seen once give
+    thresholds 0 and 97. Runs on numeric features that are neither unique (distinct integers, an id)
+    nor ascending (a counter or a time).
+    """
+
+    name: ClassVar[str] = "abnormal.numeric_outliers"
+    needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
+
+    min_support: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.min_support < 1:
+            raise CheckInputError(f"{self.name}: min_support must be at least 1, got {self.min_support}")
+
+    def _fit_column(self, values: pd.Series, column: str) -> dict[str, float | str] | None:
+        in_order = finite_reference(values, column)
+        if len(in_order) > 1 and in_order[-1] > in_order[0] and np.all(np.diff(in_order) >= 0):
+            return None
+        x = np.sort(in_order)
+        if len(x) > 1 and np.all(x[1:] != x[:-1]) and np.all(np.mod(x, 1) == 0):
+            return None
+        found = supported_range(x, self.min_support)
+        if found is None:
+            raise NotApplicable(
+                f"column {column!r}: no reference value has the support of {self.min_support} values"
+            )
+        lower, upper, unit = found
+        return {"lower": lower, "upper": upper, "unit": unit}
+
+    def _no_target_reason(self) -> str:
+        return "every numeric feature is unique or ascending in the reference"
+
+
+@register
+@dataclass(kw_only=True)
+class OutOfRange(_RangeCheck):
+    """Out of range: batch values outside the closed reference range [min, max] (boundaries pass)."""
+
+    name: ClassVar[str] = "abnormal.out_of_range"
+    needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
+
+    def _fit_column(self, values: pd.Series, column: str) -> dict[str, float]:
+        x = finite_reference(values, column)
+        return {"lower": float(x.min()), "upper": float(x.max())}
