@@ -16,7 +16,7 @@ from tasks.profiles import ProfileCache
 from tasks.sources import Batch, load_file_batch, load_sql_batch, read_sql, read_table
 
 # Frames are passed by reference between threads: never hash them for Prefect's cache.
-IO_RETRIES = {"retries": 2, "retry_delay_seconds": [1, 5], "cache_policy": NO_CACHE}
+IO_RETRIES = {"retries": 2, "retry_delay_seconds": [1, 4], "cache_policy": NO_CACHE}
 
 
 @task(name="load-reference", **IO_RETRIES)
@@ -57,7 +57,7 @@ def evaluate_check(
     return [r.to_dict() for r in results]
 
 
-@task(name="record-run", retries=3, retry_delay_seconds=[1, 5, 15], cache_policy=NO_CACHE)
+@task(name="record-run", retries=2, retry_delay_seconds=[1, 4], cache_policy=NO_CACHE)
 def record_run_task(database_url: str, record: dict[str, Any]) -> dict[str, Any]:
     """Write the run and all its results in one idempotent transaction."""
     from tasks.history.db import open_store

@@ -1,0 +1,38 @@
+"""Alerting: incidents opened, escalated and resolved by runs, and their Slack (or console) messages.
+
+Every message goes through the `alert_outbox` table before it is sent, so an alert Slack cannot take
+now is delivered by a later run.
+"""
+
+from tasks.alerts.config import AlertConfig, SlackConfig
+from tasks.alerts.delivery import (
+    ConsoleSender,
+    DeliveryError,
+    Sender,
+    SlackBotSender,
+    SlackWebhookSender,
+    build_sender,
+)
+from tasks.alerts.incidents import IncidentChange, apply_incidents
+from tasks.alerts.messages import build_message
+from tasks.alerts.outbox import FlushResult, enqueue, flush_outbox
+from tasks.alerts.process import AlertReport, process_alerts
+
+__all__ = [
+    "AlertConfig",
+    "AlertReport",
+    "ConsoleSender",
+    "DeliveryError",
+    "FlushResult",
+    "IncidentChange",
+    "Sender",
+    "SlackBotSender",
+    "SlackConfig",
+    "SlackWebhookSender",
+    "apply_incidents",
+    "build_message",
+    "build_sender",
+    "enqueue",
+    "flush_outbox",
+    "process_alerts",
+]

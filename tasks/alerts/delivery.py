@@ -1,0 +1,271 @@
+"""Senders that deliver one message: the Slack bot (Web API), an incoming webhook, and the console.
+
+Slack clients retry connection errors, 429 answers (after `Retry-After`) and 500/503 answers once
+before a send counts as failed; the outbox keeps failed messages for the next run. A failure is a
+`DeliveryError` whose message names the problem (a rejected token, an unknown channel, an unreachable
+host) and never contains the token or the webhook URL.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_handlers import (
+    ConnectionErrorRetryHandler,
+    RateLimitErrorRetryHandler,
+    ServerErrorRetryHandler,
+)
+from slack_sdk.http_retry.handler import RetryHandler
+from slack_sdk.webhook import WebhookClient
+
+from tasks.alerts.config import CONSOLE_DESTINATION, WEBHOOK_DESTINATION, AlertConfig, SlackConfig
+from tasks.alerts.messages import clip, unescape
+
+SLACK_API_URL = "https://slack.com/api/"
+TIMEOUT_SECONDS = 10
+
+# Slack error codes, grouped by what the user has to fix.
+CREDENTIAL_ERRORS = frozenset(
+    {
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "invalid_token",
+        "no_service",
+        "no_active_hooks",
+        "no_team",
+        "team_disabled",
+    }
+)
+PERMISSION_ERRORS = frozenset({"missing_scope", "no_permission", "not_allowed_token_type"})
+CHANNEL_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "channel_is_archived",
+        "action_prohibited",
+        "posting_to_general_channel_denied",
+        "restricted_action",
+        "user_not_found",
+    }
+)
+# Errors caused by one message's content: the next queued message may still go through.
+MESSAGE_ERRORS = frozenset(
+    {
+        "invalid_blocks",
+        "invalid_blocks_format",
+        "msg_too_long",
+        "msg_blocks_too_long",
+        "no_text",
+        "too_many_attachments",
+        "invalid_payload",
+        "invalid_arguments",
+    }
+)
+NETWORK_ERRORS = (OSError, http.client.HTTPException, SlackClientError, ValueError)
+
+# slack-sdk's webhook client logs the full URL, a secret, at debug and info levels: keep its logger
+# to warnings, whatever the application's logging level.
+WEBHOOK_LOGGER = logging.getLogger("tasks.alerts.webhook")
+WEBHOOK_LOGGER.setLevel(logging.WARNING)
+
+
+class DeliveryError(RuntimeError):
+    """A send that failed; `affects_all` is False when only this message is at fault."""
+
+    def __init__(self, message: str, *, affects_all: bool = True) -> None:
+        super().__init__(message)
+        self.affects_all = affects_all
+
+
+def retry_handlers() -> list[RetryHandler]:
+    """Retry connection errors (slack-sdk's default), rate limits and server errors."""
+    return [ConnectionErrorRetryHandler(), RateLimitErrorRetryHandler(), ServerErrorRetryHandler()]
+
+
+def slack_problem(code: str | None, status: int, *, credential: str, channel: str) -> DeliveryError:
+    """A `DeliveryError` explaining a Slack error code; `credential` and `channel` name what to check."""
+    label = code or "no error code"
+    if code in CREDENTIAL_ERRORS:
+        return DeliveryError(f"Slack rejected {credential} ({label}): check or replace it")
+    if code in PERMISSION_ERRORS:
+        return DeliveryError(f"Slack refused {credential} ({label}): the app needs the chat:write scope")
+    if code in CHANNEL_ERRORS:
+        return DeliveryError(
+            f"Slack cannot post to {channel} ({label}): check the channel name and that the app is in it"
+        )
+    if code in MESSAGE_ERRORS:
+        return DeliveryError(f"Slack rejected the message ({label})", affects_all=False)
+    return DeliveryError(f"Slack answered HTTP {status} ({label})")
+
+
+def _host(url: str) -> str:
+    """Scheme and host of a URL: safe to show even when the path is secret."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+class Sender:
+    """Delivers messages to one destination; `send` raises `DeliveryError` on failure."""
+
+    destination: str
+    secrets: tuple[str, ...] = ()
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Deliver one message (`text` and `blocks`)."""
+        raise NotImplementedError
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret this sender holds replaced by `[redacted]`."""
+        for secret in filter(None, self.secrets):
+            text = text.replace(secret, "[redacted]")
+        return text
+
+
+class _SlackHttpSender(Sender):
+    """Shared error handling of the Slack clients: network failures and redaction."""
+
+    host: str
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        try:
+            self._post(message)
+        except DeliveryError as exc:
+            raise DeliveryError(self.redact(str(exc)), affects_all=exc.affects_all) from None
+        except NETWORK_ERRORS as exc:
+            problem = f"cannot reach Slack at {self.host}: {type(exc).__name__}: {exc}"
+            raise DeliveryError(self.redact(problem)) from None
+
+    def _post(self, message: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class SlackBotSender(_SlackHttpSender):
+    """Posts with `chat.postMessage` using a bot token."""
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        channel: str,
+        base_url: str | None = None,
+        credential: str = "the bot token",
+        timeout: int = TIMEOUT_SECONDS,
+    ) -> None:
+        url = base_url or SLACK_API_URL
+        self.destination = f"slack:{channel}"
+        self.channel = channel
+        self.host = _host(url)
+        self.secrets = (token, token.strip())
+        self._credential = credential
+        self._client = WebClient(token=token, base_url=url, timeout=timeout, retry_handlers=retry_handlers())
+
+    def _post(self, message: Mapping[str, Any]) -> None:
+        try:
+            self._client.chat_postMessage(
+                channel=self.channel, text=message["text"], blocks=message["blocks"]
+            )
+        except SlackApiError as exc:
+            code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+            code = clip(code, 200) if code else None
+            raise slack_problem(
+                code, exc.response.status_code, credential=self._credential, channel=self.channel
+            ) from None
+
+
+class SlackWebhookSender(_SlackHttpSender):
+    """Posts to an incoming webhook; the URL is a secret and never appears in errors."""
+
+    def __init__(
+        self, url: str, *, credential: str = "the webhook URL", timeout: int = TIMEOUT_SECONDS
+    ) -> None:
+        self.destination = WEBHOOK_DESTINATION
+        self.host = _host(url)
+        self.secrets = (url, urlsplit(url).path) if len(urlsplit(url).path) > 1 else (url,)
+        self._credential = credential
+        self._client = WebhookClient(
+            url, timeout=timeout, retry_handlers=retry_handlers(), logger=WEBHOOK_LOGGER
+        )
+
+    def _post(self, message: Mapping[str, Any]) -> None:
+        response = self._client.send(text=message["text"], blocks=message["blocks"])
+        if response.status_code != 200:
+            code = clip((response.body or "").strip(), 200) or None
+            raise slack_problem(
+                code, response.status_code, credential=self._credential, channel="the webhook's channel"
+            )
+
+
+class ConsoleSender(Sender):
+    """Prints a readable plain-text rendering (the demo's sink when no Slack is configured)."""
+
+    destination = CONSOLE_DESTINATION
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        print(unescape(message["text"]) + "\n", file=self._stream or sys.stdout, flush=True)
+
+
+class UnavailableSender(Sender):
+    """Stands in for a destination that lacks its credentials: every send fails with `problem`."""
+
+    def __init__(self, destination: str, problem: str) -> None:
+        self.destination = destination
+        self.problem = problem
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        raise DeliveryError(self.problem)
+
+
+def _webhook_sender(slack: SlackConfig) -> Sender:
+    if slack.webhook_url is not None:
+        return SlackWebhookSender(
+            slack.webhook_url.get_secret_value(), credential="the webhook URL in alerts.slack.webhook_url"
+        )
+    env = slack.webhook_url_env
+    url = os.environ.get(env) if env else None
+    if not url:
+        problem = f"no Slack webhook URL: environment variable {env} is unset"
+        return UnavailableSender(slack.destination, problem)
+    return SlackWebhookSender(url, credential=f"the webhook URL in environment variable {env}")
+
+
+def build_sender(
+    config: AlertConfig, token: str | None = None, stream: TextIO | None = None
+) -> Sender | None:
+    """The sender for a monitor's alert config, or None when alerts go nowhere.
+
+    `token` is the bot token the flow resolved; without it, `token_env` is read (unless the token
+    comes from a Secret block). Missing credentials give an `UnavailableSender`, so messages still
+    queue and go out once the credentials are there.
+    """
+    slack = config.slack
+    if slack is None:
+        return ConsoleSender(stream) if config.console else None
+    if slack.uses_webhook:
+        return _webhook_sender(slack)
+    if token is None and slack.token_env and not slack.token_block:
+        token = os.environ.get(slack.token_env)
+    if not token:
+        problem = f"no Slack bot token (expected from {slack.token_source})"
+        return UnavailableSender(slack.destination, problem)
+    assert slack.channel is not None
+    return SlackBotSender(
+        token=token,
+        channel=slack.channel,
+        base_url=slack.base_url,
+        credential=f"the bot token from {slack.token_source}",
+    )

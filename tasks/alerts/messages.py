@@ -1,0 +1,206 @@
+"""The alert of one run as a Slack Block Kit message, with a plain-text fallback.
+
+The message lists the incidents the run opened or escalated (worst first, at most `MAX_LISTED`, with
+metric values and thresholds), the incidents it resolved, the checks that could not run, and a link to
+the run. It stays within Slack's limits: at most 17 blocks (Slack allows 50), 3000 characters a
+section, 150 a header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from checks.result import SEVERITIES, severity_rank, worst_severity
+from tasks.alerts.incidents import IncidentChange
+
+MAX_LISTED = 10
+COUNTS = (("rows", "rows"), ("failing_rows", "failing rows"), ("model_impact", "model impact"))
+MAX_METRICS = 4
+SECTION_LIMIT = 3000
+HEADER_LIMIT = 150
+# A listed line's length: ten of them and their heading fit in one section.
+LINE_LIMIT = 280
+TEXT_LIMIT = 3000
+
+SEVERITY_EMOJI = {
+    "high": ":red_circle:",
+    "medium": ":large_orange_circle:",
+    "low": ":large_yellow_circle:",
+    "none": ":white_circle:",
+}
+
+
+def escape(text: str) -> str:
+    """Escape the three characters Slack's mrkdwn treats as control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def unescape(text: str) -> str:
+    """Inverse of `escape`, for printing a message outside Slack."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, marked with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _thresholds(values: Sequence[float]) -> str:
+    """Thresholds with the grade each one marks (they are aligned with the top: low, medium, high)."""
+    names = SEVERITIES[len(SEVERITIES) - len(values) :]
+    return ", ".join(f"{name} {_number(v)}" for name, v in zip(names, values, strict=True))
+
+
+def metric_lines(result: Mapping[str, Any]) -> list[str]:
+    """Graded metrics first (with their thresholds), then others, at most `MAX_METRICS`; then counts."""
+    metrics: Mapping[str, Any] = result.get("metrics") or {}
+    thresholds: Mapping[str, Sequence[float]] = result.get("thresholds") or {}
+    names = sorted(metrics, key=lambda name: name not in thresholds)[:MAX_METRICS]
+    lines = []
+    for name in names:
+        line = f"{name} = {_number(metrics[name])}"
+        if thresholds.get(name):
+            line += f" (thresholds: {_thresholds(thresholds[name])})"
+        lines.append(line)
+    counts = [f"{label} {_number(result.get(key))}" for key, label in COUNTS if result.get(key) is not None]
+    if counts:
+        lines.append(", ".join(counts))
+    return lines
+
+
+def _subject(change: IncidentChange) -> str:
+    return f"{change.check} · {change.target}"
+
+
+def _headline(change: IncidentChange) -> str:
+    if change.kind == "opened":
+        return f"[{change.severity.upper()}] {_subject(change)}: opened"
+    if change.kind == "escalated":
+        return f"[{change.severity.upper()}] {_subject(change)}: escalated from {change.previous_severity}"
+    return f"{_subject(change)}: resolved (now {change.severity}, was {change.previous_severity})"
+
+
+def _alerting(changes: Iterable[IncidentChange]) -> list[IncidentChange]:
+    """Opened and escalated changes, worst first (stable within a grade)."""
+    hits = [c for c in changes if c.kind != "resolved"]
+    return sorted(hits, key=lambda c: -severity_rank(c.severity))
+
+
+def _counts(changes: Sequence[IncidentChange]) -> str:
+    parts = [
+        f"{n} {kind}"
+        for kind in ("opened", "escalated", "resolved")
+        if (n := sum(c.kind == kind for c in changes))
+    ]
+    return ", ".join(parts) or "no incident changes"
+
+
+def _errors(results: Iterable[Mapping[str, Any]]) -> list[str]:
+    return [
+        f"{r['check']} · {r['target']}: {r.get('reason') or 'no reason given'}"
+        for r in results
+        if r["status"] == "error"
+    ]
+
+
+def _limited(lines: Sequence[str], what: str) -> list[str]:
+    """At most `MAX_LISTED` lines of at most `LINE_LIMIT` characters, then a count of the rest."""
+    shown = [clip(line, LINE_LIMIT) for line in lines[:MAX_LISTED]]
+    if len(lines) > MAX_LISTED:
+        shown.append(f"…and {len(lines) - MAX_LISTED} more {what}")
+    return shown
+
+
+def _mrkdwn(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, SECTION_LIMIT)}}
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text, SECTION_LIMIT)}]}
+
+
+def _change_block(change: IncidentChange) -> dict[str, Any]:
+    title = f"{SEVERITY_EMOJI[change.severity]} *{escape(_headline(change))}*"
+    details = "\n".join(escape(line) for line in metric_lines(change.result))
+    return _mrkdwn(f"{title}\n{details}" if details else title)
+
+
+def _blocks(
+    monitor: str,
+    batch_id: str,
+    worst: str,
+    changes: Sequence[IncidentChange],
+    errors: Sequence[str],
+    run_url: str | None,
+) -> list[dict[str, Any]]:
+    header = f"{SEVERITY_EMOJI[worst]} {monitor}: worst severity {worst}"
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": clip(header, HEADER_LIMIT), "emoji": True}},
+        _mrkdwn(f"*Batch* `{escape(batch_id)}` · {_counts(changes)}"),
+        {"type": "divider"},
+    ]
+    alerting = _alerting(changes)
+    blocks.extend(_change_block(c) for c in alerting[:MAX_LISTED])
+    if len(alerting) > MAX_LISTED:
+        blocks.append(_context(f"…and {len(alerting) - MAX_LISTED} more opened or escalated"))
+    resolved = [escape(_headline(c)) for c in changes if c.kind == "resolved"]
+    if resolved:
+        lines = _limited(resolved, "resolved")
+        blocks.append(_mrkdwn(":white_check_mark: *Resolved*\n" + "\n".join(f"• {x}" for x in lines)))
+    if errors:
+        lines = _limited([escape(e) for e in errors], "errors")
+        blocks.append(_mrkdwn(":warning: *Could not run*\n" + "\n".join(f"• {x}" for x in lines)))
+    if run_url:
+        blocks.append(_context(f"<{escape(run_url)}|Open the run>"))
+    return blocks
+
+
+def _text(
+    monitor: str,
+    batch_id: str,
+    worst: str,
+    changes: Sequence[IncidentChange],
+    errors: Sequence[str],
+    run_url: str | None,
+) -> str:
+    lines = [f"driftline: {monitor}, batch {batch_id}: worst severity {worst} ({_counts(changes)})"]
+    alerting = _alerting(changes)
+    for change in alerting[:MAX_LISTED]:
+        lines.append(_headline(change))
+        lines.extend(f"    {line}" for line in metric_lines(change.result))
+    if len(alerting) > MAX_LISTED:
+        lines.append(f"…and {len(alerting) - MAX_LISTED} more opened or escalated")
+    lines.extend(_limited([_headline(c) for c in changes if c.kind == "resolved"], "resolved"))
+    if errors:
+        lines.append("Could not run:")
+        lines.extend(f"    {e}" for e in _limited(errors, "errors"))
+    if run_url:
+        lines.append(f"Run: {run_url}")
+    return escape(clip("\n".join(lines), TEXT_LIMIT))
+
+
+def build_message(
+    *,
+    monitor: str,
+    batch_id: str,
+    changes: Sequence[IncidentChange],
+    results: Sequence[Mapping[str, Any]] = (),
+    run_url: str | None = None,
+) -> dict[str, Any]:
+    """`{"text": fallback, "blocks": [...]}` for one run; `results` give the worst severity and errors."""
+    graded = [r["severity"] for r in results if r["status"] == "ok"]
+    worst = worst_severity(graded or [c.severity for c in changes])
+    errors = _errors(results)
+    return {
+        "text": _text(monitor, batch_id, worst, changes, errors, run_url),
+        "blocks": _blocks(monitor, batch_id, worst, changes, errors, run_url),
+    }

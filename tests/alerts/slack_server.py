@@ -1,0 +1,183 @@
+"""A local HTTP server standing in for Slack (Web API and incoming webhooks) in tests.
+
+It records every request and answers from a script of replies, one per request, then a default:
+
+    with SlackStandIn() as slack:
+        slack.script(Reply.rate_limited(), Reply.ok())
+        WebClient(token="xoxb-test", base_url=slack.api_url).chat_postMessage(channel="#a", text="hi")
+        assert [r.path for r in slack.requests] == ["/api/chat.postMessage"] * 2
+
+Web API paths (`/api/<method>`) answer JSON; webhook paths (`/services/...`) answer plain text, as
+Slack does (`ok`, or an error code such as `invalid_token` with a 4xx status).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+WEBHOOK_PATH = "/services/T00000000/B00000000/stand-in-webhook-secret"
+API_SUCCESS = {"ok": True, "channel": "C0STANDIN", "ts": "1700000000.000100"}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer; `body=None` means the endpoint's success body."""
+
+    status: int = 200
+    body: dict[str, Any] | str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def ok(cls) -> Reply:
+        """Success: `{"ok": true, ...}` on the Web API, `ok` on a webhook."""
+        return cls()
+
+    @classmethod
+    def rate_limited(cls, retry_after: int = 1) -> Reply:
+        """HTTP 429 with `Retry-After`."""
+        return cls(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> Reply:
+        """An HTTP 5xx with a non-JSON body, like a failing proxy."""
+        return cls(status, "upstream failure")
+
+    @classmethod
+    def slack_error(cls, error: str) -> Reply:
+        """A Web API refusal: HTTP 200 with `{"ok": false, "error": error}`."""
+        return cls(200, {"ok": False, "error": error})
+
+    @classmethod
+    def webhook_error(cls, error: str, status: int = 403) -> Reply:
+        """A webhook refusal: the error code as plain text with a 4xx status."""
+        return cls(status, error)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw: bytes
+    status: int
+    accepted: bool
+
+
+def _parse(content_type: str, raw: bytes) -> Any:
+    """JSON or form bodies as Python values; anything else as text."""
+    if "application/json" in content_type:
+        return json.loads(raw or b"null")
+    if "application/x-www-form-urlencoded" in content_type:
+        return {k: v[0] if len(v) == 1 else v for k, v in parse_qs(raw.decode()).items()}
+    return raw.decode(errors="replace")
+
+
+class SlackStandIn:
+    """A threaded HTTP server on 127.0.0.1 (a free port) that plays Slack; use it as a context manager."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self.default = Reply.ok()
+        self._script: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:PORT`."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def api_url(self) -> str:
+        """The Web API base URL for `WebClient(base_url=...)` (trailing slash included)."""
+        return f"{self.url}/api/"
+
+    @property
+    def webhook_url(self) -> str:
+        """An incoming-webhook URL on this server."""
+        return self.url + WEBHOOK_PATH
+
+    def script(self, *replies: Reply) -> None:
+        """Answer the next requests with `replies`, in order; later ones get `default`."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def accepted(self) -> list[Request]:
+        """The requests answered with success: the messages Slack would have posted."""
+        with self._lock:
+            return [r for r in self.requests if r.accepted]
+
+    def _next_reply(self, path: str) -> tuple[Reply, dict[str, Any] | str, bool]:
+        """The reply for a request to `path`, its body, and whether Slack would have posted."""
+        with self._lock:
+            reply = self._script.popleft() if self._script else self.default
+        body = reply.body
+        if body is None:
+            body = "ok" if path.startswith("/services/") else dict(API_SUCCESS)
+        success = body == "ok" or (isinstance(body, dict) and bool(body.get("ok")))
+        return reply, body, reply.status == 200 and success
+
+    def _record(self, request: Request) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                reply, body, accepted = stand_in._next_reply(self.path)
+                parsed = _parse(headers.get("content-type", ""), raw)
+                stand_in._record(Request("POST", self.path, headers, parsed, raw, reply.status, accepted))
+                as_json = isinstance(body, dict)
+                payload = json.dumps(body).encode() if as_json else str(body).encode()
+                self.send_response(reply.status)
+                self.send_header(
+                    "Content-Type", "application/json; charset=utf-8" if as_json else "text/plain"
+                )
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Keep test output quiet."""
+
+        return Handler
+
+    def __enter__(self) -> SlackStandIn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def closed_port_url() -> str:
+    """An `http://127.0.0.1:PORT/api/` URL where nothing listens (connections are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/api/"

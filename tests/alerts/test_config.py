@@ -1,0 +1,85 @@
+"""The `alerts:` spec section: defaults, clear errors for wrong keys, secrets kept out of dumps."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from tasks.alerts.config import AlertConfig
+
+WEBHOOK = "https://hooks.slack.com/services/T0/B0/very-secret-part"
+
+
+def _error_text(data: dict) -> str:
+    with pytest.raises(ValidationError) as info:
+        AlertConfig.model_validate(data)
+    return str(info.value)
+
+
+def test_defaults_alert_at_medium_on_the_console() -> None:
+    config = AlertConfig()
+    assert (config.min_severity, config.slack, config.console) == ("medium", None, True)
+    assert config.destination == "console"
+    assert AlertConfig(console=False).destination is None
+
+
+def test_bot_destination_and_token_defaults() -> None:
+    config = AlertConfig.model_validate({"min_severity": "high", "slack": {"channel": "#ml-alerts"}})
+    assert config.slack is not None
+    assert config.slack.token_env == "SLACK_BOT_TOKEN"
+    assert config.destination == "slack:#ml-alerts"
+    assert config.slack.token_source == "environment variable SLACK_BOT_TOKEN"
+    block = AlertConfig.model_validate({"slack": {"channel": "C1", "token_block": "slack-bot"}})
+    assert block.slack is not None and block.slack.token_source == "Prefect Secret block 'slack-bot'"
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"min_severty": "high"}, "min_severty"),
+        ({"slack": {"chanel": "#a", "channel": "#a"}}, "chanel"),
+        ({"slack": {"channel": "#a", "token": "xoxb-inline"}}, "token"),
+    ],
+)
+def test_unknown_keys_are_errors_naming_the_key(data: dict, key: str) -> None:
+    text = _error_text(data)
+    assert key in text and "Extra inputs are not permitted" in text
+
+
+def test_invalid_values_are_errors() -> None:
+    assert "min_severity" in _error_text({"min_severity": "critical"})
+    assert "base_url" in _error_text({"slack": {"channel": "#a", "base_url": "slack.local/api"}})
+    assert "webhook_url" in _error_text({"slack": {"webhook_url": "hooks.slack.com/x"}})
+
+
+def test_slack_needs_exactly_one_destination() -> None:
+    assert "give either `channel`" in _error_text({"slack": {}})
+    assert "give either `channel`" in _error_text({"slack": {"channel": "#a", "webhook_url_env": "HOOK"}})
+    assert "only one of" in _error_text({"slack": {"webhook_url": WEBHOOK, "webhook_url_env": "HOOK"}})
+
+
+def test_webhook_url_is_masked_in_repr_and_dumps() -> None:
+    config = AlertConfig.model_validate({"slack": {"webhook_url": WEBHOOK}})
+    assert config.destination == "slack-webhook"
+    assert config.slack is not None and config.slack.webhook_url is not None
+    assert config.slack.webhook_url.get_secret_value() == WEBHOOK
+    for text in (repr(config), str(config), config.model_dump_json(), str(config.model_dump())):
+        assert "very-secret-part" not in text
+
+
+def test_validation_errors_do_not_echo_a_webhook_url() -> None:
+    text = _error_text({"slack": {"webhook_url": WEBHOOK, "channel": "#a"}})
+    assert "give either" in text and "very-secret-part" not in text
+    assert "very-secret-part" not in _error_text({"slack": {"webhook_url": "ftp://very-secret-part"}})
+
+
+def test_run_url_template() -> None:
+    config = AlertConfig.model_validate(
+        {"slack": {"channel": "#a", "run_url": "https://dash.example/m/{monitor}/b/{batch_id}"}}
+    )
+    assert config.slack is not None
+    assert config.slack.format_run_url("acs", "2018-06") == "https://dash.example/m/acs/b/2018-06"
+    assert "unknown placeholder(s) ['run']" in _error_text(
+        {"slack": {"channel": "#a", "run_url": "https://x/{run}"}}
+    )
+    assert "malformed template" in _error_text({"slack": {"channel": "#a", "run_url": "https://x/{monitor"}})

@@ -1,0 +1,147 @@
+"""The Block Kit message and its plain-text fallback: content, ordering, escaping, Slack's limits."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tasks.alerts.incidents import IncidentChange
+from tasks.alerts.messages import build_message, metric_lines, unescape
+from tests.alerts.builders import result
+
+
+def _change(kind: str, check: str, target: str, severity: str, previous: str | None = None, **kw: Any):
+    return IncidentChange(
+        kind=kind,  # type: ignore[arg-type]
+        incident_id=1,
+        check=check,
+        target=target,
+        severity=severity,
+        previous_severity=previous,
+        result=result(check, target, severity, **kw),
+    )
+
+
+def _sections(message: dict[str, Any]) -> list[str]:
+    texts = []
+    for block in message["blocks"]:
+        if block["type"] == "section":
+            texts.append(block["text"]["text"])
+        elif block["type"] == "context":
+            texts.extend(e["text"] for e in block["elements"])
+    return texts
+
+
+def test_metric_lines_show_values_with_their_graded_thresholds() -> None:
+    row = result(
+        "drift.numeric",
+        "age",
+        "high",
+        metrics={"ks_pvalue": 1e-30, "psi": 0.41234},
+        thresholds={"psi": [0.1, 0.2, 0.3]},
+    )
+    row.update(rows=5000, failing_rows=312, model_impact=0.0312)
+    assert metric_lines(row) == [
+        "psi = 0.4123 (thresholds: low 0.1, medium 0.2, high 0.3)",
+        "ks_pvalue = 1e-30",
+        "rows 5000, failing rows 312, model impact 0.0312",
+    ]
+    # One threshold marks "high", two mark medium/high; lower-is-worse lists are shown as given.
+    single = result("c", "t", metrics={"auc_drop": 0.05}, thresholds={"auc_drop": [0.02]})
+    assert metric_lines(single)[0] == "auc_drop = 0.05 (thresholds: high 0.02)"
+    pair = result("c", "t", metrics={"p": None}, thresholds={"p": [0.05, 0.01]})
+    assert metric_lines(pair)[0] == "p = n/a (thresholds: medium 0.05, high 0.01)"
+
+
+def test_message_lists_worst_first_then_resolved_errors_and_link() -> None:
+    changes = [
+        _change("opened", "drift.numeric", "income", "medium", metrics={"psi": 0.25}),
+        _change("escalated", "drift.numeric", "age", "high", "medium", metrics={"psi": 0.5}),
+        _change("resolved", "subset.auc", "SEX=1", "low", "high"),
+    ]
+    results = [c.result for c in changes] + [
+        result("fairness.statistical_parity", "SEX", status="error", reason="label column 'y' missing")
+    ]
+    message = build_message(
+        monitor="acs", batch_id="2018-06", changes=changes, results=results, run_url="https://ui/runs/1"
+    )
+    blocks = message["blocks"]
+    assert blocks[0] == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": ":red_circle: acs: worst severity high", "emoji": True},
+    }
+    texts = _sections(message)
+    assert texts[0] == "*Batch* `2018-06` · 1 opened, 1 escalated, 1 resolved"
+    assert texts[1] == (
+        ":red_circle: *[HIGH] drift.numeric · age: escalated from medium*\n"
+        "psi = 0.5 (thresholds: low 0.1, medium 0.2, high 0.3)\nrows 1000"
+    )
+    assert texts[2].startswith(":large_orange_circle: *[MEDIUM] drift.numeric · income: opened*")
+    assert texts[3] == ":white_check_mark: *Resolved*\n• subset.auc · SEX=1: resolved (now low, was high)"
+    assert texts[4] == (
+        ":warning: *Could not run*\n• fairness.statistical_parity · SEX: label column 'y' missing"
+    )
+    assert texts[5] == "<https://ui/runs/1|Open the run>"
+    assert message["text"].splitlines() == [
+        "driftline: acs, batch 2018-06: worst severity high (1 opened, 1 escalated, 1 resolved)",
+        "[HIGH] drift.numeric · age: escalated from medium",
+        "    psi = 0.5 (thresholds: low 0.1, medium 0.2, high 0.3)",
+        "    rows 1000",
+        "[MEDIUM] drift.numeric · income: opened",
+        "    psi = 0.25 (thresholds: low 0.1, medium 0.2, high 0.3)",
+        "    rows 1000",
+        "subset.auc · SEX=1: resolved (now low, was high)",
+        "Could not run:",
+        "    fairness.statistical_parity · SEX: label column 'y' missing",
+        "Run: https://ui/runs/1",
+    ]
+
+
+def test_worst_severity_comes_from_all_graded_results() -> None:
+    changes = [_change("opened", "a", "x", "medium")]
+    still_high = result("b", "y", "high")
+    message = build_message(
+        monitor="m", batch_id="b", changes=changes, results=[changes[0].result, still_high]
+    )
+    assert message["blocks"][0]["text"]["text"] == ":red_circle: m: worst severity high"
+    without_results = build_message(monitor="m", batch_id="b", changes=changes)
+    assert without_results["blocks"][0]["text"]["text"] == ":large_orange_circle: m: worst severity medium"
+
+
+def test_no_link_without_a_url() -> None:
+    message = build_message(monitor="m", batch_id="b", changes=[_change("opened", "a", "x", "high")])
+    assert not any("Open the run" in t for t in _sections(message))
+    assert "Run:" not in message["text"]
+
+
+def test_control_characters_are_escaped_and_the_console_restores_them() -> None:
+    change = _change("opened", "text.drift", "a<b>&c", "high")
+    message = build_message(monitor="m", batch_id="b&1", changes=[change], run_url="https://ui/r?a=1&b=<2>")
+    texts = _sections(message)
+    assert "a&lt;b&gt;&amp;c" in texts[1] and "a<b>" not in json.dumps(message["blocks"])
+    assert texts[0].startswith("*Batch* `b&amp;1`")
+    assert texts[-1] == "<https://ui/r?a=1&amp;b=&lt;2&gt;|Open the run>"
+    assert "text.drift · a<b>&c: opened" in unescape(message["text"])
+
+
+def test_large_runs_stay_within_slack_limits() -> None:
+    changes = [_change("opened", "drift.numeric", f"feature_{i:03d}" + "x" * 400, "high") for i in range(60)]
+    changes += [
+        _change("resolved", "drift.numeric", f"old_{i:03d}" + "y" * 400, "none", "high") for i in range(40)
+    ]
+    errors = [result("rubric", f"t{i}", status="error", reason="r" * 5000) for i in range(30)]
+    message = build_message(
+        monitor="m" * 300, batch_id="b", changes=changes, results=errors, run_url="https://u/" + "z" * 4000
+    )
+    blocks = message["blocks"]
+    assert len(blocks) <= 50
+    assert len(blocks[0]["text"]["text"]) <= 150
+    assert all(len(text) <= 3000 for text in _sections(message))
+    assert len(message["text"]) <= 3000
+    texts = _sections(message)
+    assert sum(t.startswith(":red_circle:") for t in texts) == 10
+    assert "…and 50 more opened or escalated" in texts
+    resolved = next(t for t in texts if t.startswith(":white_check_mark:"))
+    assert resolved.count("\n• ") == 11 and resolved.endswith("• …and 30 more resolved")
+    failed = next(t for t in texts if t.startswith(":warning:"))
+    assert failed.count("\n• ") == 11 and failed.endswith("• …and 20 more errors")

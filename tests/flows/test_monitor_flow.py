@@ -1,0 +1,148 @@
+"""The monitor flow end to end on a real local Prefect server, census data and a real history store."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import func, select
+
+from tasks.history.db import open_store
+from tasks.history.models import AlertOutbox, ResultRow, Run
+from tasks.history.query import read_history
+from tests.alerts.slack_server import Reply, SlackStandIn
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def write_spec(demo_data: Path, tmp_path: Path, **overrides: Any) -> Path:
+    """A copy of the demo spec with absolute data paths and `overrides` applied."""
+    spec = yaml.safe_load(demo_data.read_text())
+    data_dir = demo_data.parent / "data"
+    spec["reference"] = {"path": str(data_dir / "reference.parquet")}
+    spec["batches"] = {"path": str(data_dir / "batches" / "{batch}.parquet")}
+    spec.update(overrides)
+    path = tmp_path / "monitor.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def count(url: str, model: type) -> int:
+    engine = open_store(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(model)).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def test_passing_batch_is_stored_once_even_when_rerun(
+    demo_data: Path, tmp_path: Path, database_url: str
+) -> None:
+    from flows.monitor import monitor
+
+    spec = write_spec(demo_data, tmp_path, store_url=database_url, retrain=None)
+    first = monitor(str(spec), "2016-06")
+    assert first["status"] == "passed" and first["batch_id"] == "2016-06" and first["rows"] == 6000
+    checks = {r["check"] for r in first["results"]}
+    assert {"schema.columns", "drift.numeric", "drift.prediction", "performance.overall"} <= checks
+    assert all(r["status"] == "ok" for r in first["results"]), [r["reason"] for r in first["results"]]
+    rows = count(database_url, ResultRow)
+    metrics = sum(max(1, len(r["metrics"])) for r in first["results"])
+    assert rows == metrics
+
+    second = monitor(str(spec), "2016-06")
+    assert second["results"] == first["results"]
+    assert count(database_url, ResultRow) == rows
+    assert count(database_url, Run) == 1
+
+    engine = open_store(database_url)
+    history = read_history(engine, "acs-employment", check="drift.prediction", metric="psi")
+    engine.dispose()
+    assert history["batch_id"].tolist() == ["2016-06"]
+    [stored] = [r for r in first["results"] if r["check"] == "drift.prediction"]
+    assert history["value"].iloc[0] == pytest.approx(stored["metrics"]["psi"])
+
+
+def test_failing_batch_alerts_slack_and_starts_retraining(
+    demo_data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from prefect.client.orchestration import get_client
+
+    from flows.monitor import monitor
+    from flows.retrain import retrain
+
+    deployment_id = retrain.to_deployment(name="on-failure").apply()
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    monkeypatch.setenv("TEST_SLACK_TOKEN", "xoxb-test-token")
+    with SlackStandIn() as slack:
+        spec = write_spec(
+            demo_data,
+            tmp_path,
+            store_url=url,
+            alerts={
+                "min_severity": "medium",
+                "slack": {
+                    "channel": "#ml-alerts",
+                    "token_env": "TEST_SLACK_TOKEN",
+                    "base_url": slack.api_url,
+                },
+            },
+            retrain={"deployment": "driftline-retrain/on-failure", "min_severity": "high"},
+        )
+        slack.script(Reply.rate_limited(retry_after=1))  # the first post is throttled, then retried
+        summary = monitor(str(spec), "2018-12")
+        posts = slack.accepted()
+
+    assert summary["status"] == "failed" and summary["worst_severity"] == "high"
+    assert [p.path for p in posts] == ["/api/chat.postMessage"]
+    assert posts[0].body["channel"] == "#ml-alerts"
+    assert "xoxb-test-token" not in str(posts[0].body)
+    assert posts[0].headers["authorization"] == "Bearer xoxb-test-token"
+    assert count(url, AlertOutbox) == 1
+
+    retraining = summary["retraining"]
+    assert retraining["error"] is None and retraining["flow_run_id"]
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(retraining["flow_run_id"])
+        assert flow_run.deployment_id == deployment_id
+        assert flow_run.parameters == {"monitor": "acs-employment", "batch_id": "2018-12", "severity": "high"}
+        event = _wait_for_event(client, "driftline.monitor.failed")
+    assert event["resource"]["prefect.resource.id"] == "driftline.monitor.acs-employment"
+    assert event["payload"]["batch_id"] == "2018-12" and event["payload"]["severity"] == "high"
+
+
+def _wait_for_event(client: Any, name: str, timeout: float = 30.0) -> dict[str, Any]:
+    """The newest event called `name` once the server has persisted it."""
+    deadline = time.monotonic() + timeout
+    query = {"filter": {"event": {"name": [name]}, "occurred": {"since": "2000-01-01T00:00:00Z"}}, "limit": 5}
+    while time.monotonic() < deadline:
+        events = client.request("POST", "/events/filter", json=query).json()["events"]
+        if events:
+            return events[0]
+        time.sleep(0.5)
+    raise AssertionError(f"no {name} event reached the Prefect server within {timeout} s")
+
+
+def test_unreachable_store_spools_the_run_and_the_next_run_replays_it(
+    demo_data: Path, tmp_path: Path
+) -> None:
+    from flows.monitor import monitor
+
+    down = write_spec(demo_data, tmp_path, store_url="postgresql+psycopg://u:pw@127.0.0.1:1/x", retrain=None)
+    summary = monitor(str(down), "2016-06")
+    assert summary["stored"].startswith("spooled to")
+    spooled = list((tmp_path / ".driftline" / "spool").glob("*.json"))
+    assert len(spooled) == 1
+
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    up = write_spec(demo_data, tmp_path, store_url=url, retrain=None)
+    monitor(str(up), "2016-12")
+    engine = open_store(url)
+    batches = sorted(read_history(engine, "acs-employment", check="drift.prediction")["batch_id"])
+    engine.dispose()
+    assert batches == ["2016-06", "2016-12"]
+    assert not list((tmp_path / ".driftline" / "spool").glob("*.json"))

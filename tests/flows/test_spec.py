@@ -1,0 +1,77 @@
+"""Monitor spec validation: every mistake names the file and the key."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flows.spec import SpecError, load_spec
+
+VALID = """
+name: shop-churn
+reference: {path: ref.parquet}
+batches: {path: "batches/{batch}.parquet"}
+columns: {label: churned, protected: [gender]}
+checks:
+  - drift.numeric
+  - check: schema.columns
+fail_on: medium
+"""
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "monitor.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_valid_spec_with_shorthand_and_relative_paths(tmp_path) -> None:
+    spec = load_spec(write(tmp_path, VALID))
+    assert [c.check for c in spec.checks] == ["drift.numeric", "schema.columns"]
+    assert spec.resolve(spec.reference.path) == tmp_path / "ref.parquet"
+    assert spec.fail_on == "medium" and spec.alerts.min_severity == "medium"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (VALID + "colums: {}\n", r"colums: Extra inputs are not permitted"),
+        (VALID.replace("fail_on: medium", "fail_on: severe"), r"fail_on: Input should be 'none', 'low'"),
+        (
+            VALID.replace("- drift.numeric", "- drift.numerical"),
+            r"checks\.0: unknown check 'drift.numerical'",
+        ),
+        (
+            VALID.replace("- drift.numeric", "- {check: schema.columns, params: {bins: 3}}"),
+            r"checks\.0: schema.columns: unknown parameter\(s\) \['bins'\]",
+        ),
+        (
+            VALID.replace("reference: {path: ref.parquet}", "reference: {}"),
+            r"reference: Value error, give exactly one",
+        ),
+        (VALID.replace("name: shop-churn", "name: shop churn!"), r"name: String should match pattern"),
+        ("name: [unclosed\n", r"malformed YAML at line \d+"),
+        ("- just\n- a list\n", r"a monitor spec is a YAML mapping, got list"),
+    ],
+)
+def test_errors_name_file_and_key(tmp_path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError, match=message) as info:
+        load_spec(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_file(tmp_path) -> None:
+    with pytest.raises(SpecError, match=r"nope\.yaml: cannot read the monitor spec"):
+        load_spec(tmp_path / "nope.yaml")
+
+
+def test_thresholds_accept_a_single_number(tmp_path) -> None:
+    spec = load_spec(
+        write(
+            tmp_path,
+            VALID.replace("- check: schema.columns", "- check: drift.numeric\n    thresholds: {psi: 0.25}"),
+        )
+    )
+    assert spec.checks[1].check_params()["thresholds"] == {"psi": [0.25]}
