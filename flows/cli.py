@@ -12,15 +12,14 @@ from typing import Annotated, Any
 
 import typer
 import yaml
-from rich.console import Console
 
-from flows.render import history_table, print_summary, results_table
+from flows.render import history_table, make_console, print_summary, results_table
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Continuous monitoring of deployed ML models."
 )
-console = Console()
-errors = Console(stderr=True)
+console = make_console()
+errors = make_console(stderr=True)
 
 EXIT_FAILED = 1  # a check reached the spec's `fail_on` severity
 EXIT_USAGE = 2  # bad spec, bad arguments, unreadable data

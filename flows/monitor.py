@@ -105,7 +105,6 @@ def _store(spec: MonitorSpec, record: dict[str, Any], spool_dir: Path) -> str:
     a later run: nothing is lost.
     """
     from tasks.history.db import resolve_database_url
-
     from tasks.steps import record_run_task
 
     logger = get_run_logger()
@@ -164,10 +163,11 @@ def _slack_token(spec: MonitorSpec) -> str | None:
 
 def _run_url() -> str | None:
     """Link to this flow run in the Prefect UI, when a UI is known."""
-    try:
-        return flow_run.ui_url
-    except Exception:
+    from prefect.settings import PREFECT_UI_URL
+
+    if not PREFECT_UI_URL.value():
         return None
+    return flow_run.ui_url
 
 
 def _publish(summary: RunSummary) -> None:
@@ -191,7 +191,10 @@ def _publish(summary: RunSummary) -> None:
     create_table_artifact(
         table=rows,
         key=key,
-        description=f"{summary.monitor} batch {summary.batch_id}: {summary.status}, worst severity {summary.worst_severity}",
+        description=(
+            f"{summary.monitor} batch {summary.batch_id}: {summary.status}, "
+            f"worst severity {summary.worst_severity}"
+        ),
     )
 
 

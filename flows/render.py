@@ -12,6 +12,14 @@ SEVERITY_STYLE = {"none": "green", "low": "yellow", "medium": "dark_orange", "hi
 STATUS_STYLE = {"ok": "", "skipped": "dim", "error": "bold magenta"}
 
 
+def make_console(stderr: bool = False) -> Console:
+    """A console that stays wide enough for result tables when output goes to a file or a pipe."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=160)
+    return console
+
+
 def format_value(value: Any) -> str:
     """Numbers to 4 significant digits, None as a dash."""
     if value is None:

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from tasks.alerts.config import AlertConfig
 
 from checks.result import severity_rank
+from tasks.alerts.config import AlertConfig
 
 Severity = Literal["none", "low", "medium", "high"]
 

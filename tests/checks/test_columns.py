@@ -45,7 +45,7 @@ def test_given_roles_win_and_lists_accept_a_string() -> None:
 
 
 def test_unknown_role_and_absent_column_are_named() -> None:
-    with pytest.raises(CheckInputError, match="unknown column role.*'labels'"):
+    with pytest.raises(CheckInputError, match=r"unknown column role.*'labels'"):
         infer_columns(frame(), {"labels": "label"})
     with pytest.raises(CheckInputError, match=r"\['nope'\]"):
         infer_columns(frame(), {"label": "nope"})

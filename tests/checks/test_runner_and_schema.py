@@ -67,7 +67,7 @@ def test_empty_reference_and_no_reference() -> None:
 
 
 def test_registry_errors_name_the_problem() -> None:
-    with pytest.raises(CheckInputError, match="did you mean schema.columns"):
+    with pytest.raises(CheckInputError, match=r"did you mean schema\.columns"):
         registry.create("schema.column")
     with pytest.raises(CheckInputError, match=r"unknown parameter\(s\) \['bogus'\]"):
         registry.create("schema.columns", {"bogus": 1})

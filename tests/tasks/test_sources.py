@@ -33,7 +33,7 @@ def test_bad_files_are_named(tmp_path) -> None:
     with pytest.raises(SourceError, match=r"bad\.parquet: cannot parse as parquet"):
         read_table(tmp_path / "bad.parquet")
     (tmp_path / "data.xlsx").write_text("x")
-    with pytest.raises(SourceError, match="unsupported file type '.xlsx'"):
+    with pytest.raises(SourceError, match=r"unsupported file type '\.xlsx'"):
         read_table(tmp_path / "data.xlsx")
 
 
