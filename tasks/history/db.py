@@ -1,0 +1,191 @@
+"""Connecting to the history database: URL resolution, engine setup and migrations to head.
+
+SQLite is the default (a file in the working directory) and PostgreSQL the production database. The
+schema is managed by the Alembic migrations in `tasks/migrations`, run programmatically when a store
+is opened, so a fresh database needs no separate setup step.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.pool import NullPool
+
+ENV_VAR = "DRIFTLINE_DATABASE_URL"
+DEFAULT_DATABASE_URL = "sqlite:///driftline.db"
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+# How long a SQLite writer waits for another writer's lock before failing (seconds).
+SQLITE_BUSY_TIMEOUT = 30.0
+# How long a PostgreSQL connection attempt may take before the store counts as unreachable (seconds).
+POSTGRES_CONNECT_TIMEOUT = 10
+# Rows per multi-row INSERT on PostgreSQL: psycopg re-parses every long statement, and pages of about
+# a hundred rows wrote 20,000 metric rows about twice as fast as the default thousand.
+POSTGRES_INSERT_PAGE_SIZE = 100
+# Key of the PostgreSQL advisory lock that serialises concurrent migrations ("drift1" in ASCII).
+MIGRATION_LOCK_KEY = 0x647269667431
+
+
+# Alembic keeps the running migration context in module globals, so one process migrates one at a time.
+_ALEMBIC_LOCK = threading.Lock()
+
+
+class StoreUnavailable(RuntimeError):
+    """The history database cannot be reached or opened; the message names the URL (password masked)."""
+
+
+def resolve_database_url(spec_url: str | None) -> str:
+    """The history database URL: the spec's, else `$DRIFTLINE_DATABASE_URL`, else `./driftline.db`."""
+    return spec_url or os.environ.get(ENV_VAR) or DEFAULT_DATABASE_URL
+
+
+def masked_url(url: str) -> str:
+    """`url` with its password replaced by `***`, safe to log; unparsable URLs are not echoed."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparsable database URL>"
+
+
+def open_store(url: str) -> Engine:
+    """Connect to the history database, migrate it to head and return the engine.
+
+    Raises `StoreUnavailable` (naming the URL with its password masked) when the database cannot be
+    reached, opened or migrated because of a connection problem.
+    """
+    engine = _create_engine(url)
+    try:
+        migrate(engine)
+    except DBAPIError as exc:
+        engine.dispose()
+        raise StoreUnavailable(_unavailable_message(url, exc)) from None
+    return engine
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Upgrade the schema to `revision`, in one transaction, serialised against concurrent migrators.
+
+    The current revision is read first without locking, so opening an up-to-date store stays cheap.
+    """
+    if revision == "head":
+        with engine.connect() as conn:
+            if set(MigrationContext.configure(conn).get_current_heads()) == set(_script().get_heads()):
+                return
+    migrator = _migration_engine(engine)
+    try:
+        with _ALEMBIC_LOCK, migrator.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(MIGRATION_LOCK_KEY)))
+            command.upgrade(alembic_config(conn), revision)
+    finally:
+        if migrator is not engine:
+            migrator.dispose()
+
+
+def alembic_config(connection: Connection) -> Config:
+    """An Alembic configuration of the history migrations that runs on `connection` (no alembic.ini)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+@cache
+def _script() -> ScriptDirectory:
+    """The migration scripts (parsed once per process)."""
+    return ScriptDirectory(str(MIGRATIONS_DIR))
+
+
+def _create_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite gets WAL, a busy timeout and enforced foreign keys."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreUnavailable(
+            "history database URL cannot be parsed (expected dialect+driver://user:password@host/name)"
+        ) from None
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT})
+            event.listen(engine, "connect", _sqlite_pragmas)
+            return engine
+        if parsed.get_backend_name() == "postgresql":
+            return create_engine(
+                parsed,
+                pool_pre_ping=True,
+                connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT},
+                insertmanyvalues_page_size=POSTGRES_INSERT_PAGE_SIZE,
+            )
+        return create_engine(parsed, pool_pre_ping=True)
+    except (NoSuchModuleError, ImportError) as exc:
+        raise StoreUnavailable(f"history database {masked_url(url)}: unsupported driver ({exc})") from None
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """Per-connection SQLite settings: concurrent readers with one writer, waiting writers, FK cascades."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT * 1000)}")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+def _migration_engine(engine: Engine) -> Engine:
+    """The engine to migrate with: for SQLite, a single-use one whose transactions are `BEGIN IMMEDIATE`.
+
+    The sqlite3 driver does not open a transaction before DDL, so without this two processes opening a
+    fresh file could both try to create the tables; the immediate write lock makes the second wait and
+    then find the schema at head.
+    """
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return engine  # PostgreSQL locks with an advisory lock; a private in-memory database needs none
+    migrator = create_engine(engine.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT}, poolclass=NullPool)
+
+    @event.listens_for(migrator, "connect")
+    def _connect(dbapi_connection: Any, record: Any) -> None:
+        _sqlite_pragmas(dbapi_connection, record)
+        dbapi_connection.isolation_level = None  # the driver stops issuing its own BEGIN
+
+    @event.listens_for(migrator, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return migrator
+
+
+def _unavailable_message(url: str, exc: DBAPIError) -> str:
+    """A one-line reason naming the masked URL; the password never appears, even in the driver's text."""
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+    password = _password(url)
+    if password:
+        reason = reason.replace(password, "***")
+    return f"history database {masked_url(url)} is unavailable: {reason}"
+
+
+def _password(url: str) -> str | None:
+    try:
+        return make_url(url).password
+    except ArgumentError:
+        return None
+
+
+def as_utc(value: datetime) -> datetime:
+    """`value` as a timezone-aware UTC datetime; naive values (as SQLite returns them) are taken as UTC."""
+    if hasattr(value, "to_pydatetime"):
+        value = value.to_pydatetime()
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)

@@ -1,0 +1,232 @@
+"""Writing runs and their metric values to the history database, idempotently.
+
+A run is keyed by (monitor, batch_id) and each stored value by (monitor, batch_id, check, target, metric):
+re-recording a batch updates those rows in place (the latest values win) instead of adding copies, so a
+retried or replayed run never duplicates history. Everything a call writes goes in one transaction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Table, case, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from checks.result import CheckResult, json_safe
+from tasks.history.db import as_utc
+from tasks.history.models import ResultRow, Run, utcnow
+
+# Metric name of the single row stored for a result without metrics (skipped or error results).
+NO_METRIC = ""
+# Result rows per INSERT statement; the driver batches each chunk as one multi-row statement.
+CHUNK_SIZE = 1000
+
+RUNS: Table = Run.__table__  # type: ignore[assignment]
+RESULTS: Table = ResultRow.__table__  # type: ignore[assignment]
+RUN_KEY = ("monitor", "batch_id")
+RESULT_KEY = ("monitor", "batch_id", "check", "target", "metric")
+
+
+@dataclass(frozen=True)
+class RunWrite:
+    """What `record_run` wrote: the run's id and the number of metric rows inserted or updated."""
+
+    run_id: int
+    results: int
+
+
+def start_run(
+    engine: Engine,
+    *,
+    monitor: str,
+    batch_id: str,
+    batch_time: datetime,
+    flow_run_id: str | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> int:
+    """Mark the run of this batch as `running` (so a crash leaves a visible trace); returns its id."""
+    values = {
+        "monitor": monitor,
+        "batch_id": batch_id,
+        "batch_time": as_utc(batch_time),
+        "started_at": utcnow(),
+        "finished_at": None,
+        "status": "running",
+        "worst_severity": "none",
+        "rows": None,
+        "flow_run_id": flow_run_id,
+        "details": json_safe(dict(details or {})),
+    }
+    with engine.begin() as conn:
+        return _upsert_run(conn, values, updated=tuple(values))
+
+
+def finish_run(engine: Engine, run_id: int, *, status: str = "error", reason: str | None = None) -> None:
+    """Close a run that did not reach `record_run` (typically `error`), keeping `reason` in its details."""
+    with engine.begin() as conn:
+        details = conn.execute(select(RUNS.c.details).where(RUNS.c.id == run_id)).scalar_one_or_none()
+        if details is None:
+            raise LookupError(f"no run with id {run_id} in the history database")
+        if reason is not None:
+            details = {**details, "reason": reason}
+        conn.execute(
+            update(RUNS)
+            .where(RUNS.c.id == run_id)
+            .values(status=status, finished_at=utcnow(), details=details)
+        )
+
+
+def record_run(
+    engine: Engine,
+    *,
+    monitor: str,
+    batch_id: str,
+    batch_time: datetime,
+    results: Iterable[Mapping[str, Any] | CheckResult],
+    status: str,
+    worst_severity: str,
+    rows: int | None,
+    flow_run_id: str | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> RunWrite:
+    """Write the run and one row per metric of every result (DESIGN.md result format) in one transaction.
+
+    A result without metrics is stored as one row with metric `""` and a NULL value, keeping its status
+    and reason. A re-recorded (check, target) replaces its earlier rows, while results of checks absent
+    from `results` are kept. NaN and infinite values are stored as NULL; naive times are taken as UTC.
+    Any failure rolls the whole write back, so a batch is either fully recorded or not at all.
+    """
+    batch_time = as_utc(batch_time)
+    now = utcnow()
+    run = {
+        "monitor": monitor,
+        "batch_id": batch_id,
+        "batch_time": batch_time,
+        "started_at": now,
+        "finished_at": now,
+        "status": status,
+        "worst_severity": worst_severity,
+        "rows": rows,
+        "flow_run_id": flow_run_id,
+        "details": json_safe(dict(details or {})),
+    }
+    with engine.begin() as conn:
+        run_id = _upsert_run(conn, run, updated=tuple(k for k in run if k != "started_at"), keep_start=True)
+        shared = {"run_id": run_id, "monitor": monitor, "batch_id": batch_id, "batch_time": batch_time}
+        metric_rows = _unique_rows(shared, results)
+        _delete_stale(conn, monitor, batch_id, metric_rows)
+        written = _upsert_results(conn, metric_rows)
+    return RunWrite(run_id=run_id, results=written)
+
+
+def _insert(conn: Connection, table: Table) -> Any:
+    """The dialect's INSERT, which supports ON CONFLICT DO UPDATE (SQLite and PostgreSQL only)."""
+    dialects = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+    if conn.dialect.name not in dialects:
+        raise NotImplementedError(f"the history store needs SQLite or PostgreSQL, not {conn.dialect.name}")
+    return dialects[conn.dialect.name](table)
+
+
+def _upsert_run(
+    conn: Connection, values: dict[str, Any], updated: tuple[str, ...], keep_start: bool = False
+) -> int:
+    """Insert or update the run row of (monitor, batch_id) and return its id.
+
+    With `keep_start`, a run already marked `running` (by `start_run`) keeps its start time.
+    """
+    stmt = _insert(conn, RUNS).values(values)
+    changes: dict[str, Any] = {name: stmt.excluded[name] for name in updated if name not in RUN_KEY}
+    if keep_start:
+        changes["started_at"] = case(
+            (RUNS.c.status == "running", RUNS.c.started_at), else_=stmt.excluded.started_at
+        )
+    stmt = stmt.on_conflict_do_update(index_elements=list(RUN_KEY), set_=changes).returning(RUNS.c.id)
+    return conn.execute(stmt).scalar_one()
+
+
+def _upsert_results(conn: Connection, rows: list[dict[str, Any]]) -> int:
+    """Insert or update metric rows in chunks; returns how many rows were written."""
+    if not rows:
+        return 0
+    stmt = _insert(conn, RESULTS)
+    changes = {name: stmt.excluded[name] for name in rows[0] if name not in RESULT_KEY}
+    stmt = stmt.on_conflict_do_update(index_elements=list(RESULT_KEY), set_=changes).returning(RESULTS.c.id)
+    written = 0
+    for start in range(0, len(rows), CHUNK_SIZE):
+        written += len(conn.execute(stmt, rows[start : start + CHUNK_SIZE]).all())
+    return written
+
+
+def _delete_stale(conn: Connection, monitor: str, batch_id: str, rows: list[dict[str, Any]]) -> None:
+    """Delete stored metrics of the re-recorded (check, target) pairs that the new results no longer have.
+
+    A result replaces its earlier version as a whole: an `error` row left from a failed attempt, or a
+    metric the check stopped reporting, must not linger next to the new values.
+    """
+    keys = {(row["check"], row["target"], row["metric"]) for row in rows}
+    pairs = {key[:2] for key in keys}
+    stored = conn.execute(
+        select(RESULTS.c.id, RESULTS.c.check, RESULTS.c.target, RESULTS.c.metric).where(
+            RESULTS.c.monitor == monitor, RESULTS.c.batch_id == batch_id
+        )
+    )
+    stale = [row.id for row in stored if row[1:3] in pairs and tuple(row[1:]) not in keys]
+    for start in range(0, len(stale), CHUNK_SIZE):
+        conn.execute(delete(RESULTS).where(RESULTS.c.id.in_(stale[start : start + CHUNK_SIZE])))
+
+
+def _unique_rows(
+    shared: Mapping[str, Any], results: Iterable[Mapping[str, Any] | CheckResult]
+) -> list[dict[str, Any]]:
+    """All metric rows of `results`, one per (check, target, metric); a later duplicate wins.
+
+    Deduplicating here keeps a single multi-row upsert from touching the same key twice (an error on
+    PostgreSQL).
+    """
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for result in results:
+        for row in _metric_rows(result.to_dict() if isinstance(result, CheckResult) else result):
+            rows[(row["check"], row["target"], row["metric"])] = {**shared, **row}
+    return list(rows.values())
+
+
+def _metric_rows(result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The stored rows of one result: one per metric, or one `NO_METRIC` row when it has none."""
+    check, target = result["check"], result["target"]
+    common = {
+        "check": check,
+        "target": target,
+        "status": result.get("status", "ok"),
+        "severity": result.get("severity", "none"),
+        "rows": result.get("rows"),
+        "failing_rows": result.get("failing_rows"),
+        "model_impact": _number(result.get("model_impact"), check, target, "model_impact"),
+        "reason": result.get("reason"),
+        "details": json_safe(dict(result.get("details") or {})),
+    }
+    metrics = result.get("metrics") or {}
+    thresholds = result.get("thresholds") or {}
+    if not metrics:
+        yield {**common, "metric": NO_METRIC, "value": None, "thresholds": None}
+    for metric, value in metrics.items():
+        yield {
+            **common,
+            "metric": metric,
+            "value": _number(value, check, target, metric),
+            "thresholds": json_safe(thresholds.get(metric)),
+        }
+
+
+def _number(value: Any, check: str, target: str, name: str) -> float | None:
+    """`value` as a finite float, or None for missing, NaN and infinite values."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"result {check}/{target}: {name} = {value!r} is not a number") from None
+    return number if math.isfinite(number) else None

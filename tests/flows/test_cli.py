@@ -1,0 +1,112 @@
+"""The `driftline` command line: catalog, evaluate, run (exit codes), history."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import ks_2samp
+from typer.testing import CliRunner
+
+from checks import registry
+from flows.cli import EXIT_FAILED, EXIT_USAGE, app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(3)
+    reference = pd.DataFrame({"age": rng.normal(40, 10, 2000), "city": rng.choice(["a", "b"], 2000)})
+    current = pd.DataFrame({"age": rng.normal(45, 10, 1500), "city": rng.choice(["a", "b", "c"], 1500)})
+    reference.to_parquet(tmp_path / "ref.parquet")
+    current.to_csv(tmp_path / "cur.csv", index=False)
+    return tmp_path / "ref.parquet", tmp_path / "cur.csv"
+
+
+def test_checks_lists_the_whole_catalog_as_json() -> None:
+    result = runner.invoke(app, ["checks", "--json"])
+    assert result.exit_code == 0
+    entries = json.loads(result.stdout)
+    assert [e["name"] for e in entries] == registry.names()
+    [psi] = [e for e in entries if e["name"] == "drift.prediction"]
+    assert psi["thresholds"] == {"psi": [0.1, 0.2, 0.3]}
+
+
+def test_evaluate_prints_json_results_matching_scipy(files) -> None:
+    ref, cur = files
+    args = ["evaluate", "--check", "drift.numeric", "--reference", str(ref), "--current", str(cur), "--json"]
+    result = runner.invoke(app, [*args, "--param", "numeric=[age]", "--param", "categorical=[city]"])
+    assert result.exit_code == 0, result.output
+    [age] = json.loads(result.stdout)
+    expected = ks_2samp(pd.read_parquet(ref)["age"], pd.read_csv(cur)["age"]).statistic
+    assert age["target"] == "age" and age["metrics"]["ks_statistic"] == pytest.approx(expected)
+
+
+def test_evaluate_bad_input_exits_2_naming_the_problem(files, tmp_path) -> None:
+    ref, cur = files
+    base = ["evaluate", "--reference", str(ref), "--current", str(cur)]
+    unknown = runner.invoke(app, [*base, "--check", "drift.numerics"])
+    assert unknown.exit_code == EXIT_USAGE and "did you mean drift.numeric" in unknown.stderr
+    bad_param = runner.invoke(app, [*base, "--check", "drift.numeric", "--param", "binz=3"])
+    assert bad_param.exit_code == EXIT_USAGE and "'binz'" in bad_param.stderr
+    missing = runner.invoke(
+        app, ["evaluate", "--check", "drift.numeric", "-r", str(tmp_path / "nope.csv"), "--current", str(cur)]
+    )
+    assert missing.exit_code == EXIT_USAGE and "nope.csv: no such file" in missing.stderr
+
+
+def test_evaluate_and_checks_do_not_import_prefect(files) -> None:
+    ref, cur = files
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom flows.cli import app\n"
+        f"r = CliRunner().invoke(app, ['evaluate', '-c', 'drift.categorical', '-r', {str(ref)!r}, '--current', {str(cur)!r}])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "assert CliRunner().invoke(app, ['checks']).exit_code == 0\n"
+        "assert 'prefect' not in sys.modules, 'prefect was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_run_exit_codes_and_history(demo_data: Path, tmp_path: Path) -> None:
+    from tests.flows.test_monitor_flow import write_spec
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    spec = write_spec(demo_data, tmp_path, store_url=url, retrain=None)
+    passed = runner.invoke(app, ["run", str(spec), "--batch", "2016-06", "--json"])
+    assert passed.exit_code == 0, passed.output
+    assert json.loads(passed.stdout)["status"] == "passed"
+    failed = runner.invoke(app, ["run", str(spec), "--batch", "2018-12", "--quiet"])
+    assert failed.exit_code == EXIT_FAILED, failed.output
+
+    history = runner.invoke(
+        app,
+        [
+            "history",
+            "acs-employment",
+            "--check",
+            "drift.prediction",
+            "--metric",
+            "psi",
+            "--db",
+            url,
+            "--json",
+        ],
+    )
+    assert history.exit_code == 0, history.output
+    rows = json.loads(history.stdout)
+    assert [r["batch_id"] for r in rows] == ["2016-06", "2018-12"]
+    assert rows[0]["value"] < 0.1 <= rows[1]["value"]
+    since = runner.invoke(app, ["history", "acs-employment", "--since", "2017-01-01", "--db", url, "--json"])
+    assert {r["batch_id"] for r in json.loads(since.stdout)} == {"2018-12"}
+
+    bad_spec = tmp_path / "bad.yaml"
+    bad_spec.write_text("name: x\nreference: {path: a.csv}\nbatches: {path: b.csv}\nchecks: [drift.nope]\n")
+    result = runner.invoke(app, ["run", str(bad_spec)])
+    assert result.exit_code == EXIT_USAGE and "checks.0: unknown check 'drift.nope'" in result.stderr
