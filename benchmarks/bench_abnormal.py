@@ -12,15 +12,14 @@ computed beforehand; it computes neither model impact nor failing ids.
 from __future__ import annotations
 
 import argparse
-import resource
 import time
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from benchmarks.measure import measure, peak_rss_mb
 from benchmarks.synthetic import make_frame
 from checks import infer_columns, registry
 from checks.columns import Columns
@@ -41,17 +40,6 @@ NAMES = (
 )
 COUNTRIES = np.array(["USA", "France", "Japan", "Brazil", "India"])
 ZONES = np.array(["EST", "CET", "JST", "BRT", "IST"])
-
-
-def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """Result, wall seconds and traced peak memory (MB) of one call."""
-    tracemalloc.start()
-    start = time.perf_counter()
-    value = fn()
-    seconds = time.perf_counter() - start
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return value, seconds, peak
 
 
 def add_strings(frame: pd.DataFrame, seed: int, abnormal: bool) -> pd.DataFrame:
@@ -196,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{peer_s:7.2f} {peer_mb:8.0f} {peer_failing:9d} {peer_s / eval_s:8.1f}x"
         )
     print(f"{'total':<30} {totals[0]:7.2f} {totals[1]:7.2f} {'':>8} {'':>9} {'':>8} {totals[2]:7.2f}")
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+    maxrss = peak_rss_mb()
     print(
         f"\nprocess peak RSS {maxrss:,.0f} MB (includes both frames); timings are noisy on a shared machine"
     )

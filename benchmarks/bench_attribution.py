@@ -17,31 +17,17 @@ Peak memory is traced with `tracemalloc` (numpy reports its allocations to it).
 from __future__ import annotations
 
 import argparse
-import time
-import tracemalloc
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 from sklearn.tree import DecisionTreeRegressor
 
+from benchmarks.measure import measure
 from benchmarks.synthetic import make_frame
 from checks.attribution import example_attribution, pair_attribution
 from checks.segmentation import segment
 from tests.attribution_reference import quadratic_attribution
-
-
-def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """Result, wall seconds and traced peak memory (MB) of one call."""
-    tracemalloc.start()
-    start = time.perf_counter()
-    value = fn()
-    seconds = time.perf_counter() - start
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return value, seconds, peak
 
 
 def _row(

@@ -9,16 +9,13 @@ in the same run: `scipy.stats.ks_2samp` per numeric column, and a naive PSI per 
 from __future__ import annotations
 
 import argparse
-import resource
 import time
-import tracemalloc
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from benchmarks.measure import measure, peak_rss_mb
 from benchmarks.synthetic import make_frame
 from checks import infer_columns, registry
 from checks.columns import Columns
@@ -32,17 +29,6 @@ REST = (
     "drift.mutual_info_features",
     "drift.mutual_info_label",
 )
-
-
-def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """Result, wall seconds and traced peak memory (MB) of one call."""
-    tracemalloc.start()
-    start = time.perf_counter()
-    value = fn()
-    seconds = time.perf_counter() - start
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return value, seconds, peak
 
 
 def naive_psi(reference: pd.Series, current: pd.Series, bins: int = 10) -> float:
@@ -142,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_rest:
         print("\nOther checks:")
         table(run_checks(REST, reference, current, columns), args.rows)
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+    maxrss = peak_rss_mb()
     print(
         f"\nprocess peak RSS {maxrss:,.0f} MB (includes both frames); timings are noisy on a shared machine"
     )

@@ -7,16 +7,13 @@ consistency against a row-level `NearestNeighbors` search.
 from __future__ import annotations
 
 import argparse
-import time
-import tracemalloc
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import confusion_matrix
 from sklearn.neighbors import NearestNeighbors
 
+from benchmarks.measure import measure
 from benchmarks.synthetic import make_frame
 from checks import fairness as fm
 
@@ -30,17 +27,6 @@ RATE_FUNCTIONS = {
     "error_rate": fm.error_rate,
 }
 CONSISTENCY_PEER_ROWS = 20_000  # a row-level neighbour search on tied points is quadratic-ish
-
-
-def measure(function: Callable[[], Any]) -> tuple[Any, float, float]:
-    """Result, wall seconds and peak traced memory (MiB) of one call."""
-    tracemalloc.start()
-    start = time.perf_counter()
-    result = function()
-    seconds = time.perf_counter() - start
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return result, seconds, peak
 
 
 def ours_rates(frame: pd.DataFrame) -> dict[str, float]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
-import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
@@ -26,6 +24,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from benchmarks.measure import measure
 from benchmarks.synthetic import make_frame
 from checks import registry
 from checks.columns import Columns
@@ -91,17 +90,6 @@ def peer(
         for name in METRICS:
             out[name, feature] = [PEER[name](g) for g in groups]
     return out
-
-
-def measure(fn: Callable[[], dict]) -> tuple[dict, float, float]:
-    """Result, wall seconds and peak traced memory (MB) of one call."""
-    tracemalloc.start()
-    start = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - start
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return result, seconds, peak / 1e6
 
 
 def largest_gap(a: dict, b: dict) -> float:
