@@ -17,6 +17,7 @@ from checks.columns import Columns, infer_columns
 from checks.errors import CheckInputError
 from checks.fingerprint import frame_fingerprint
 from checks.result import CheckResult, severity_rank, worst_severity
+from flows.report import publish
 from flows.spec import MonitorSpec, Source, SpecError, load_spec, severity_at_least
 from tasks.model import load_model, score_frame
 from tasks.profiles import ProfileCache
@@ -41,6 +42,7 @@ class RunSummary:
     stored: str = "not stored"
     alerts: dict[str, Any] = field(default_factory=dict)
     retraining: dict[str, Any] | None = None
+    figures: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-serialisable)."""
@@ -104,13 +106,19 @@ def _store(spec: MonitorSpec, record: dict[str, Any], spool_dir: Path) -> str:
     When the database stays unreachable after retries, the record is spooled to disk and replayed on
     a later run: nothing is lost.
     """
-    from tasks.history.db import resolve_database_url
+    from sqlalchemy.exc import DBAPIError
+
+    from tasks.history.db import StoreUnavailable, resolve_database_url
     from tasks.steps import record_run_task
 
     logger = get_run_logger()
     url = resolve_database_url(spec.store_url)
     try:
-        replayed = replay_spool(lambda r: record_run_task.fn(url, parse_record_times(r)), spool_dir)
+        replayed = replay_spool(
+            lambda r: record_run_task.fn(url, parse_record_times(r)),
+            spool_dir,
+            transient=(StoreUnavailable, DBAPIError),
+        )
         if replayed:
             logger.info("replayed %d spooled run(s) into the history database", replayed)
         written = record_run_task(url, record)
@@ -168,34 +176,6 @@ def _run_url() -> str | None:
     if not PREFECT_UI_URL.value():
         return None
     return flow_run.ui_url
-
-
-def _publish(summary: RunSummary) -> None:
-    """A Prefect table artifact of the results."""
-    from prefect.artifacts import create_table_artifact
-
-    rows = [
-        {
-            "check": r["check"],
-            "target": r["target"],
-            "status": r["status"],
-            "severity": r["severity"],
-            "metrics": ", ".join(
-                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r["metrics"].items()
-            ),
-            "reason": r["reason"] or "",
-        }
-        for r in summary.results
-    ]
-    key = f"driftline-{summary.monitor}".lower().replace("_", "-").replace(".", "-")
-    create_table_artifact(
-        table=rows,
-        key=key,
-        description=(
-            f"{summary.monitor} batch {summary.batch_id}: {summary.status}, "
-            f"worst severity {summary.worst_severity}"
-        ),
-    )
 
 
 def apply_model(spec: MonitorSpec, frames: list[Any], columns: Columns) -> tuple[list[Any], Columns]:
@@ -281,7 +261,7 @@ def run_monitor(
     }
     summary.stored = _store(spec, record, spool_dir)
     summary.alerts = _alert(spec, summary)
-    _publish(summary)
+    summary.figures = [str(p) for p in publish(summary.to_dict(), spec.base_dir / ".driftline" / "reports")]
     logger.info(
         "monitor %s batch %s: %s (worst severity %s)", spec.name, batch.batch_id, summary.status, worst
     )

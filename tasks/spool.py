@@ -32,17 +32,36 @@ def spool_run(record: dict[str, Any], directory: Path = DEFAULT_SPOOL_DIR) -> Pa
     return path
 
 
-def replay_spool(write: Callable[[dict[str, Any]], None], directory: Path = DEFAULT_SPOOL_DIR) -> int:
+def replay_spool(
+    write: Callable[[dict[str, Any]], None],
+    directory: Path = DEFAULT_SPOOL_DIR,
+    transient: tuple[type[Exception], ...] = (Exception,),
+) -> int:
     """Pass every spooled record to `write` (oldest first), deleting each once written; returns the count.
 
-    A record whose write fails stays in the spool for the next attempt.
+    An exception of a `transient` type (the database is still down) stops the replay and leaves the
+    record for the next attempt. Any other exception means the record itself cannot be written: it is
+    set aside as `*.rejected` with the error logged, so it cannot block every later run.
     """
     if not directory.exists():
         return 0
     replayed = 0
     for path in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime):
-        record = json.loads(path.read_text())
-        write(record)
+        try:
+            write(json.loads(path.read_text()))
+        except transient:
+            raise
+        except Exception as exc:
+            rejected = path.with_suffix(".rejected")
+            path.rename(rejected)
+            log.error(
+                "spooled run %s cannot be written (%s: %s); set aside as %s",
+                path.name,
+                type(exc).__name__,
+                exc,
+                rejected,
+            )
+            continue
         path.unlink()
         replayed += 1
     return replayed

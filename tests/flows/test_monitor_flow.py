@@ -104,6 +104,14 @@ def test_failing_batch_alerts_slack_and_starts_retraining(
     assert posts[0].headers["authorization"] == "Bearer xoxb-test-token"
     assert count(url, AlertOutbox) == 1
 
+    figures = {Path(p).name: Path(p).read_bytes() for p in summary["figures"]}
+    assert set(figures) == {"attribution-auc-tree.png", "attribution-pairs-matrix.png"}
+    assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in figures.values())
+    from prefect.artifacts import Artifact
+
+    table = Artifact.get("driftline-acs-employment")
+    assert table is not None and table.type == "table" and "2018-12" in table.description
+
     retraining = summary["retraining"]
     assert retraining["error"] is None and retraining["flow_run_id"]
     with get_client(sync_client=True) as client:

@@ -79,9 +79,24 @@ def test_spool_keeps_records_until_written(tmp_path) -> None:
         raise ConnectionError("database down")
 
     with pytest.raises(ConnectionError):
-        replay_spool(failing, tmp_path)
+        replay_spool(failing, tmp_path, transient=(ConnectionError,))
     assert len(list(tmp_path.glob("*.json"))) == 2
     written = []
     assert replay_spool(written.append, tmp_path) == 2
     assert sorted(r["value"] for r in written) == [1, 2]
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_record_that_cannot_be_written_is_set_aside(tmp_path) -> None:
+    spool_run({"monitor": "m", "batch_id": "bad", "value": "x"}, tmp_path)
+    spool_run({"monitor": "m", "batch_id": "good", "value": 2}, tmp_path)
+
+    def write(record):
+        if record["value"] == "x":
+            raise ValueError("metric value 'x' is not a number")
+        written.append(record)
+
+    written: list = []
+    assert replay_spool(write, tmp_path, transient=(ConnectionError,)) == 1
+    assert [r["batch_id"] for r in written] == ["good"]
+    assert [p.name for p in tmp_path.iterdir()] == ["m__bad.rejected"]
