@@ -158,15 +158,14 @@ def backfill(
 def serve(spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML).")]) -> None:
     """Serve the monitor as a Prefect deployment on the spec's cron schedule (runs until stopped)."""
     spec = _load_spec_or_exit(spec_path)
-    from flows.monitor import monitor
+    from prefect import serve as prefect_serve
 
-    console.print(f"serving {spec.name} on cron {spec.schedule.cron!r} ({spec.schedule.timezone})")
-    monitor.serve(
-        name=spec.name,
-        cron=spec.schedule.cron,
-        parameters={"spec_path": str(spec_path.resolve())},
-        tags=["driftline"],
+    from flows.monitor import monitor_deployment
+
+    console.print(
+        f"serving {spec.name} on cron {spec.schedule.cron!r} ({spec.schedule.timezone}); Ctrl-C stops"
     )
+    prefect_serve(monitor_deployment(spec, spec_path))
 
 
 @app.command()

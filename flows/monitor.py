@@ -280,3 +280,16 @@ def monitor(spec_path: str, batch_id: str | None = None) -> dict[str, Any]:
     """Run the monitor described by the spec file over one batch (the newest when `batch_id` is empty)."""
     spec = load_spec(spec_path)
     return run_monitor(spec, batch_id).to_dict()
+
+
+def monitor_deployment(spec: MonitorSpec, spec_path: Path) -> Any:
+    """The monitor as a Prefect deployment on the spec's cron schedule (what `driftline serve` serves)."""
+    from prefect.schedules import Cron
+
+    return monitor.to_deployment(
+        name=spec.name,
+        schedule=Cron(spec.schedule.cron, timezone=spec.schedule.timezone),
+        parameters={"spec_path": str(spec_path.resolve())},
+        description=spec.description or f"driftline monitor {spec.name}",
+        tags=["driftline"],
+    )

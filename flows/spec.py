@@ -79,6 +79,19 @@ class ScheduleSpec(Strict):
     cron: str = "0 6 * * *"
     timezone: str = "UTC"
 
+    @model_validator(mode="after")
+    def _valid_for_prefect(self) -> ScheduleSpec:
+        """Check the cron string and IANA timezone the way Prefect will when it schedules runs."""
+        from prefect.client.schemas.schedules import CronSchedule
+
+        try:
+            CronSchedule(cron=self.cron, timezone=self.timezone)
+        except ValidationError as exc:
+            raise ValueError(
+                "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+            ) from None
+        return self
+
 
 class MonitorSpec(Strict):
     """A monitor: where the data is, which checks to run, who to alert, when to retrain."""

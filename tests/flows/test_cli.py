@@ -65,7 +65,8 @@ def test_evaluate_and_checks_do_not_import_prefect(files) -> None:
     ref, cur = files
     code = (
         "import sys\nfrom typer.testing import CliRunner\nfrom flows.cli import app\n"
-        f"r = CliRunner().invoke(app, ['evaluate', '-c', 'drift.categorical', '-r', {str(ref)!r}, '--current', {str(cur)!r}])\n"
+        f"args = ['evaluate', '-c', 'drift.categorical', '-r', {str(ref)!r}, '--current', {str(cur)!r}]\n"
+        "r = CliRunner().invoke(app, args)\n"
         "assert r.exit_code == 0, r.output\n"
         "assert CliRunner().invoke(app, ['checks']).exit_code == 0\n"
         "assert 'prefect' not in sys.modules, 'prefect was imported'\n"

@@ -154,3 +154,19 @@ def test_unreachable_store_spools_the_run_and_the_next_run_replays_it(
     engine.dispose()
     assert batches == ["2016-06", "2016-12"]
     assert not list((tmp_path / ".driftline" / "spool").glob("*.json"))
+
+
+def test_serve_registers_the_spec_schedule(demo_data: Path, tmp_path: Path) -> None:
+    from prefect.client.orchestration import get_client
+
+    from flows.monitor import monitor_deployment
+    from flows.spec import load_spec
+
+    spec_path = write_spec(demo_data, tmp_path, schedule={"cron": "30 5 * * 1", "timezone": "Europe/Paris"})
+    deployment_id = monitor_deployment(load_spec(spec_path), spec_path).apply()
+    with get_client(sync_client=True) as client:
+        stored = client.read_deployment(deployment_id)
+    assert stored.name == "acs-employment"
+    assert stored.parameters == {"spec_path": str(spec_path.resolve())}
+    [schedule] = stored.schedules
+    assert (schedule.schedule.cron, schedule.schedule.timezone) == ("30 5 * * 1", "Europe/Paris")

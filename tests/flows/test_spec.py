@@ -51,6 +51,8 @@ def test_valid_spec_with_shorthand_and_relative_paths(tmp_path) -> None:
             r"reference: Value error, give exactly one",
         ),
         (VALID.replace("name: shop-churn", "name: shop churn!"), r"name: String should match pattern"),
+        (VALID + "schedule: {cron: '61 * * * *'}\n", r"schedule: Value error, Invalid cron string"),
+        (VALID + "schedule: {timezone: Mars/Base}\n", r"schedule: Value error, Invalid timezone"),
         ("name: [unclosed\n", r"malformed YAML at line \d+"),
         ("- just\n- a list\n", r"a monitor spec is a YAML mapping, got list"),
     ],
