@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -45,6 +46,7 @@ def _validate(frame: pd.DataFrame, expectations: list[dict[str, Any]]) -> Any:
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     with _GX_LOCK:
+        logging.getLogger("great_expectations").setLevel(logging.WARNING)
         context = gx.get_context(mode="ephemeral")
         context.variables.progress_bars = ProgressBarsConfig(globally=False)
         batch_definition = (

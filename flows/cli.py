@@ -125,11 +125,12 @@ def run(
     _load_spec_or_exit(spec_path)
     from flows.monitor import monitor
     from flows.spec import SpecError
+    from tasks.model import ModelError
     from tasks.sources import SourceError
 
     try:
         summary = monitor(str(spec_path.resolve()), batch)
-    except (SourceError, SpecError) as exc:
+    except (SourceError, SpecError, ModelError) as exc:
         _fail(str(exc))
     if as_json:
         _print_json(summary)
