@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from flows.render import history_table, make_console, print_summary, results_table
+from flows.render import format_value, history_table, make_console, print_summary, results_table
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Continuous monitoring of deployed ML models."
@@ -169,10 +169,37 @@ def serve(spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML).")
     prefect_serve(monitor_deployment(spec, spec_path))
 
 
+DatabaseOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Database URL (default: $DRIFTLINE_DATABASE_URL or ./driftline.db)."),
+]
+CheckOption = Annotated[str | None, typer.Option("--check", help="Only this check.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _read_history(database: str | None, monitor_name: str, **filters: Any) -> Any:
+    """The monitor's metric history as a frame; an unreachable database exits with its (masked) URL."""
+    from tasks.history.db import StoreUnavailable, open_store, resolve_database_url
+    from tasks.history.query import read_history
+
+    try:
+        engine = open_store(resolve_database_url(database))
+    except StoreUnavailable as exc:
+        _fail(str(exc))
+    try:
+        return read_history(engine, monitor_name, **filters)
+    finally:
+        engine.dispose()
+
+
+def _records(frame: Any) -> list[dict[str, Any]]:
+    return json.loads(frame.to_json(orient="records", date_format="iso"))
+
+
 @app.command()
 def history(
     monitor_name: Annotated[str, typer.Argument(metavar="MONITOR", help="Monitor name.")],
-    check: Annotated[str | None, typer.Option("--check", help="Only this check.")] = None,
+    check: CheckOption = None,
     target: Annotated[
         str | None, typer.Option("--target", help="Only this target (column, subset, ...).")
     ] = None,
@@ -180,35 +207,77 @@ def history(
     since: Annotated[
         str | None, typer.Option("--since", help="Only batches from this date (YYYY-MM-DD).")
     ] = None,
-    database: Annotated[
-        str | None,
-        typer.Option("--db", help="Database URL (default: $DRIFTLINE_DATABASE_URL or ./driftline.db)."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    database: DatabaseOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Print the metric history of a monitor."""
     from datetime import UTC, datetime
-
-    from tasks.history.db import StoreUnavailable, open_store, resolve_database_url
-    from tasks.history.query import read_history
 
     try:
         since_time = datetime.fromisoformat(since).replace(tzinfo=UTC) if since else None
     except ValueError:
         _fail(f"--since {since!r}: expected a date such as 2024-05-01")
-    try:
-        engine = open_store(resolve_database_url(database))
-    except StoreUnavailable as exc:
-        _fail(str(exc))
-    frame = read_history(engine, monitor_name, check=check, target=target, metric=metric, since=since_time)
-    engine.dispose()
-    records = json.loads(frame.to_json(orient="records", date_format="iso"))
+    records = _records(
+        _read_history(database, monitor_name, check=check, target=target, metric=metric, since=since_time)
+    )
     if as_json:
         _print_json(records)
     elif not records:
         errors.print(f"no history for monitor {monitor_name!r} with these filters")
     else:
         console.print(history_table(records, title=f"{monitor_name}: {len(records)} values"))
+
+
+@app.command()
+def trend(
+    monitor_name: Annotated[str, typer.Argument(metavar="MONITOR", help="Monitor name.")],
+    check: CheckOption = None,
+    metric: Annotated[str | None, typer.Option("--metric", help="Only this metric (e.g. psi).")] = None,
+    window: Annotated[int, typer.Option(help="Runs in the rolling baseline.")] = 10,
+    z: Annotated[float, typer.Option(help="Show series whose latest robust z-score reaches this.")] = 3.0,
+    min_severity: Annotated[str, typer.Option(help="Severity that counts toward a streak.")] = "medium",
+    runs: Annotated[int, typer.Option(help="Consecutive runs that make drift sustained.")] = 3,
+    database: DatabaseOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Sustained drift (a severity held for several runs) and values far from their rolling baseline."""
+    from rich.table import Table
+
+    from tasks.history.trend import latest_zscores, sustained_drift
+
+    frame = _read_history(database, monitor_name, check=check, metric=metric)
+    if frame.empty:
+        _fail(f"no history for monitor {monitor_name!r}")
+    try:
+        streaks = sustained_drift(frame, min_severity=min_severity, runs=runs)
+        latest = latest_zscores(frame, window=window)
+    except ValueError as exc:
+        _fail(str(exc))
+    streaks = streaks[streaks["streak"] > 0].sort_values("streak", ascending=False)
+    outliers = latest[latest["robust_z"].abs() >= z].sort_values("robust_z", key=abs, ascending=False)
+    if as_json:
+        _print_json({"sustained": _records(streaks), "outliers": _records(outliers)})
+        return
+    table = Table(title=f"{monitor_name}: runs at {min_severity} or above (sustained from {runs})")
+    for name in ("check", "target", "streak", "since batch", "last severity", "sustained"):
+        table.add_column(name)
+    for r in streaks.itertuples():
+        table.add_row(
+            r.check,
+            r.target,
+            str(r.streak),
+            str(r.since_batch),
+            r.last_severity,
+            "yes" if r.sustained else "",
+        )
+    console.print(table)
+    table = Table(title=f"latest values with |robust z| >= {z:g} against the previous {window} runs")
+    for name in ("check", "target", "metric", "batch", "value", "baseline median", "robust z"):
+        table.add_column(name)
+    for r in outliers.itertuples():
+        values = (r.value, r.baseline_median, r.robust_z)
+        table.add_row(r.check, r.target, r.metric, str(r.batch_id), *(format_value(float(v)) for v in values))
+    console.print(table)
 
 
 def main() -> None:

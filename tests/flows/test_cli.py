@@ -111,3 +111,53 @@ def test_run_exit_codes_and_history(demo_data: Path, tmp_path: Path) -> None:
     bad_spec.write_text("name: x\nreference: {path: a.csv}\nbatches: {path: b.csv}\nchecks: [drift.nope]\n")
     result = runner.invoke(app, ["run", str(bad_spec)])
     assert result.exit_code == EXIT_USAGE and "checks.0: unknown check 'drift.nope'" in result.stderr
+
+
+def test_trend_reports_sustained_drift_and_robust_outliers(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from tasks.history.db import open_store
+    from tasks.history.store import record_run
+
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    engine = open_store(url)
+    psi = [0.02, 0.03, 0.01, 0.02, 0.25, 0.31, 0.40]
+    severities = ["none", "none", "none", "none", "medium", "high", "high"]
+    for day, (value, severity) in enumerate(zip(psi, severities, strict=True), start=1):
+        result = {
+            "check": "drift.numeric",
+            "target": "age",
+            "status": "ok",
+            "severity": severity,
+            "metrics": {"psi": value},
+            "thresholds": {"psi": [0.1, 0.2, 0.3]},
+            "rows": 100,
+            "failing_rows": None,
+            "model_impact": None,
+            "details": {},
+            "reason": None,
+        }
+        record_run(
+            engine,
+            monitor="m",
+            batch_id=f"b{day}",
+            batch_time=datetime(2024, 1, day, tzinfo=UTC),
+            results=[result],
+            status="passed",
+            worst_severity=severity,
+            rows=100,
+        )
+    engine.dispose()
+
+    out = runner.invoke(
+        app, ["trend", "m", "--metric", "psi", "--window", "4", "--z", "1", "--db", url, "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)
+    [streak] = report["sustained"]
+    assert (streak["streak"], streak["since_batch"], streak["sustained"]) == (3, "b5", True)
+    [outlier] = report["outliers"]
+    previous = np.array(psi[-5:-1])  # the 4 runs before the latest
+    median = np.median(previous)
+    expected_z = (psi[-1] - median) / (np.median(np.abs(previous - median)) / 0.6744897501960817)
+    assert outlier["batch_id"] == "b7" and outlier["robust_z"] == pytest.approx(expected_z)
