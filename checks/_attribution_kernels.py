@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from checks.errors import CheckInputError
+from checks.slicing import run_bounds
 
 MISSING_LABEL = "<missing>"
 
@@ -68,14 +69,9 @@ class _Ties:
     @classmethod
     def of(cls, positive: np.ndarray, score: np.ndarray) -> _Ties:
         order = np.argsort(score)
-        ranked = score[order]
         positive_sorted = positive[order]
-        first = np.empty(len(score), dtype=bool)
-        first[0] = True
-        np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
-        del ranked
-        starts = np.flatnonzero(first)
-        ends = np.append(starts[1:], len(score))
+        starts, lengths = run_bounds(score[order])
+        ends = starts + lengths
         pos_cum = np.cumsum(positive_sorted.view(np.int8), dtype=np.int64)
         pos_before = pos_cum[starts] - positive_sorted[starts]
         return cls(order, positive_sorted, starts, ends, pos_before, pos_cum[ends - 1])
@@ -134,10 +130,19 @@ def example_attribution(y_true: Any, y_score: Any, normalized: bool = True) -> n
 
 def auc(y_true: Any, y_score: Any) -> float:
     """AUC-ROC as the share of correctly ordered (positive, negative) pairs, ties counting one half."""
-    positive, score = _validated(y_true, y_score)
-    credit = _pair_credit(_Ties.of(positive, score))
+    return binary_auc(*_validated(y_true, y_score))
+
+
+def binary_auc(positive: np.ndarray, score: np.ndarray) -> float:
+    """AUC-ROC of boolean labels and finite scores (Mann-Whitney U, ties counting one half), without
+    input checks; NaN when one class is absent."""
+    positive = np.asarray(positive, dtype=bool)
     n_pos = int(positive.sum())
-    return float(credit[positive].sum() / (n_pos * (len(positive) - n_pos)))
+    n_neg = len(positive) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    credit = _pair_credit(_Ties.of(positive, np.asarray(score, dtype=float)))
+    return float(credit[positive].sum() / (n_pos * n_neg))
 
 
 def slice_codes(slices: Any) -> tuple[np.ndarray, list[str]]:

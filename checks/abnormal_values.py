@@ -11,6 +11,7 @@ import pandas as pd
 from checks.abnormal import AbnormalCheck, Flags, column_of
 from checks.errors import CheckInputError, NotApplicable
 from checks.registry import register
+from checks.slicing import run_bounds
 
 
 def numeric_values(values: pd.Series, column: str, where: str) -> np.ndarray:
@@ -27,15 +28,6 @@ def finite_reference(values: pd.Series, column: str) -> np.ndarray:
     if len(x) == 0:
         raise NotApplicable(f"column {column!r} has no finite value in the reference")
     return x
-
-
-def runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start positions and lengths of the runs of equal keys in a sorted array."""
-    boundary = np.empty(len(keys), dtype=bool)
-    boundary[0] = True
-    np.not_equal(keys[1:], keys[:-1], out=boundary[1:])
-    starts = np.flatnonzero(boundary)
-    return starts, np.diff(starts, append=len(keys))
 
 
 def sorted_quantile(x: np.ndarray, q: float) -> float:
@@ -60,11 +52,11 @@ def supported_range(x: np.ndarray, min_support: int) -> tuple[float, float, str]
     `min_support` times: counts, ages, ratings), otherwise a bin of Freedman-Diaconis width anchored
     at the minimum. None when no unit has enough support. Returns (lower, upper, unit).
     """
-    starts, counts = runs(x)
+    starts, counts = run_bounds(x)
     unit = "value"
     repeating = 2 * np.count_nonzero(counts >= min_support) >= len(counts)
     if not repeating and (width := bin_width(x)) > 0:
-        starts, counts = runs(np.floor((x - x[0]) / width))
+        starts, counts = run_bounds(np.floor((x - x[0]) / width))
         unit = "bin"
     supported = np.flatnonzero(counts >= min_support)
     if len(supported) == 0:

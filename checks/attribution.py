@@ -120,6 +120,23 @@ class _SlicingCheck(Check):
             raise CheckInputError(f"none of the slicing dimensions {wanted} is in the data")
         return present, [c for c in wanted if c not in frame.columns]
 
+    def summary_result(
+        self,
+        seg: Segmentation,
+        batch: _Batch,
+        metrics: dict[str, float | None],
+        dims: list[str],
+        absent: list[str],
+        details: dict[str, Any],
+    ) -> CheckResult:
+        """The whole-batch result: `metrics`, the tree and the slicing dimensions, plus `details`."""
+        return self.result(
+            ALL_DATA,
+            metrics,
+            rows=len(batch.frame),
+            details={"tree": seg.to_details(), "dimensions": dims, "absent_dimensions": absent, **details},
+        )
+
     def slice_results(
         self,
         seg: Segmentation,
@@ -201,23 +218,14 @@ class AttributionAUC(_SlicingCheck):
         seg = segment(batch.frame[dims], attributions, **self.settings())
         changes = {s.node: _reference_change(seg, s.node, s.mean, profile) for s in seg.slices}
         reference_auc = profile.get("auc")
-        summary = self.result(
-            ALL_DATA,
-            {
-                "auc": 2.0 * seg.overall,
-                "mean_attribution": seg.overall,
-                "reference_auc": reference_auc,
-                "auc_change": None if reference_auc is None else 2.0 * seg.overall - reference_auc,
-            },
-            rows=len(batch.frame),
-            details={
-                "tree": seg.to_details(),
-                "dimensions": dims,
-                "absent_dimensions": absent,
-                "dropped_rows": batch.dropped,
-                "reference": profile.get("reason") or "ok",
-            },
-        )
+        metrics = {
+            "auc": 2.0 * seg.overall,
+            "mean_attribution": seg.overall,
+            "reference_auc": reference_auc,
+            "auc_change": None if reference_auc is None else 2.0 * seg.overall - reference_auc,
+        }
+        details = {"dropped_rows": batch.dropped, "reference": profile.get("reason") or "ok"}
+        summary = self.summary_result(seg, batch, metrics, dims, absent, details)
         return [summary, *self.slice_results(seg, batch, columns, "mean_attribution", changes)]
 
 
@@ -269,23 +277,17 @@ class AttributionCompare(_SlicingCheck):
             **self.settings(),
         )
         seg = comparison.segmentation
-        summary = self.result(
-            ALL_DATA,
-            {
-                "baseline_auc": comparison.baseline_auc,
-                "candidate_auc": comparison.candidate_auc,
-                "auc_gain": comparison.auc_gain,
-            },
-            rows=len(batch.frame),
-            details={
-                "tree": seg.to_details(),
-                "dimensions": dims,
-                "absent_dimensions": absent,
-                "baseline": columns.score,
-                "candidate": self.candidate_score,
-                "dropped_rows": batch.dropped,
-            },
-        )
+        metrics = {
+            "baseline_auc": comparison.baseline_auc,
+            "candidate_auc": comparison.candidate_auc,
+            "auc_gain": comparison.auc_gain,
+        }
+        details = {
+            "baseline": columns.score,
+            "candidate": self.candidate_score,
+            "dropped_rows": batch.dropped,
+        }
+        summary = self.summary_result(seg, batch, metrics, dims, absent, details)
         return [summary, *self.slice_results(seg, batch, columns, "mean_difference")]
 
 

@@ -95,8 +95,11 @@ class _DistributionDrift(Check):
     def compare(
         self, summary: Any, values: pd.Series, target: str
     ) -> tuple[dict[str, float], dict[str, Any]]:
-        """Metrics and details of one target's batch values against its summary."""
-        raise NotImplementedError
+        """Metrics and details of one target's batch values against its summary: by default the PSI
+        against whichever summary the reference got, category counts or a numeric sketch."""
+        if isinstance(summary, CategoryCounts):
+            return self.compare_categories(summary, values, target)
+        return self.compare_numeric(summary, values, target)
 
     # --- interface ---------------------------------------------------------------------------------
 
@@ -341,13 +344,6 @@ class _LabelDistribution(_DistributionDrift):
             return self.category_summary(values, target)
         return self.numeric_summary(values, target)
 
-    def compare_distribution(
-        self, summary: NumericSketch | CategoryCounts, values: pd.Series, target: str
-    ) -> tuple[dict, dict]:
-        if isinstance(summary, CategoryCounts):
-            return self.compare_categories(summary, values, target)
-        return self.compare_numeric(summary, values, target)
-
 
 @register
 @dataclass(kw_only=True)
@@ -368,7 +364,7 @@ class LabelDrift(_LabelDistribution):
         return LabelSummary(self.numeric_summary(values, target), self.distribution(values, target, columns))
 
     def compare(self, summary: LabelSummary, values: pd.Series, target: str) -> tuple[dict, dict]:
-        metrics, details = self.compare_distribution(summary.distribution, values, target)
+        metrics, details = super().compare(summary.distribution, values, target)
         finite, _ = finite_values(values, target)
         metrics["ks_statistic"], metrics["ks_pvalue"] = summary.sketch.ks(np.sort(finite))
         details["ks_exact"] = summary.sketch.exact
@@ -390,11 +386,6 @@ class LabelPSIDrift(_LabelDistribution):
     def summarise(self, values: pd.Series, target: str, columns: Columns) -> NumericSketch | CategoryCounts:
         return self.distribution(values, target, columns)
 
-    def compare(
-        self, summary: NumericSketch | CategoryCounts, values: pd.Series, target: str
-    ) -> tuple[dict, dict]:
-        return self.compare_distribution(summary, values, target)
-
 
 @register
 @dataclass(kw_only=True)
@@ -415,13 +406,6 @@ class PredictionDrift(_DistributionDrift):
         if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
             return self.numeric_summary(values, target)
         return self.category_summary(values, target)
-
-    def compare(
-        self, summary: NumericSketch | CategoryCounts, values: pd.Series, target: str
-    ) -> tuple[dict, dict]:
-        if isinstance(summary, CategoryCounts):
-            return self.compare_categories(summary, values, target)
-        return self.compare_numeric(summary, values, target)
 
 
 def predicted_labels(frame: pd.DataFrame, columns: Columns, threshold: float) -> pd.Series:
@@ -468,6 +452,3 @@ class PredictedLabelDrift(_DistributionDrift):
 
     def summarise(self, values: pd.Series, target: str, columns: Columns) -> CategoryCounts:
         return self.category_summary(values, target)
-
-    def compare(self, summary: CategoryCounts, values: pd.Series, target: str) -> tuple[dict, dict]:
-        return self.compare_categories(summary, values, target)

@@ -22,7 +22,7 @@ with a missing protected value, label or prediction are left out.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -178,116 +178,49 @@ def model_statistical_parity(
     )
 
 
-def true_positive_rate(
-    y_true: Any,
-    y_pred: Any,
-    subgroups: pd.DataFrame,
-    distance_measure: str = "diff",
-    reduction: str | None = "mean",
-    *,
-    comparison: str = "rest",
-    positive_label: Label = 1,
-) -> Reduced:
-    """Disparity of TP / (TP + FN) across subgroups (equal opportunity)."""
-    return _model_metric(
-        "tpr", y_true, y_pred, subgroups, distance_measure, reduction, comparison, positive_label
-    )
+def _rate_function(metric: str, name: str, doc: str) -> Callable[..., Reduced]:
+    """A function of the API computing the model metric `metric` (the signature every rate shares)."""
+
+    def function(
+        y_true: Any,
+        y_pred: Any,
+        subgroups: pd.DataFrame,
+        distance_measure: str = "diff",
+        reduction: str | None = "mean",
+        *,
+        comparison: str = "rest",
+        positive_label: Label = 1,
+    ) -> Reduced:
+        return _model_metric(
+            metric, y_true, y_pred, subgroups, distance_measure, reduction, comparison, positive_label
+        )
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
 
 
-def false_positive_rate(
-    y_true: Any,
-    y_pred: Any,
-    subgroups: pd.DataFrame,
-    distance_measure: str = "diff",
-    reduction: str | None = "mean",
-    *,
-    comparison: str = "rest",
-    positive_label: Label = 1,
-) -> Reduced:
-    """Disparity of FP / (FP + TN) across subgroups."""
-    return _model_metric(
-        "fpr", y_true, y_pred, subgroups, distance_measure, reduction, comparison, positive_label
-    )
-
-
-def false_negative_rate(
-    y_true: Any,
-    y_pred: Any,
-    subgroups: pd.DataFrame,
-    distance_measure: str = "diff",
-    reduction: str | None = "mean",
-    *,
-    comparison: str = "rest",
-    positive_label: Label = 1,
-) -> Reduced:
-    """Disparity of FN / (FN + TP) across subgroups."""
-    return _model_metric(
-        "fnr", y_true, y_pred, subgroups, distance_measure, reduction, comparison, positive_label
-    )
-
-
-def false_omission_rate(
-    y_true: Any,
-    y_pred: Any,
-    subgroups: pd.DataFrame,
-    distance_measure: str = "diff",
-    reduction: str | None = "mean",
-    *,
-    comparison: str = "rest",
-    positive_label: Label = 1,
-) -> Reduced:
-    """Disparity of FN / (FN + TN) across subgroups."""
-    return _model_metric(
-        "for", y_true, y_pred, subgroups, distance_measure, reduction, comparison, positive_label
-    )
-
-
-def false_discovery_rate(
-    y_true: Any,
-    y_pred: Any,
-    subgroups: pd.DataFrame,
-    distance_measure: str = "diff",
-    reduction: str | None = "mean",
-    *,
-    comparison: str = "rest",
-    positive_label: Label = 1,
-) -> Reduced:
-    """Disparity of FP / (FP + TP) across subgroups."""
-    return _model_metric(
-        "fdr", y_true, y_pred, subgroups, distance_measure, reduction, comparison, positive_label
-    )
-
-
-def error_rate(
-    y_true: Any,
-    y_pred: Any,
-    subgroups: pd.DataFrame,
-    distance_measure: str = "diff",
-    reduction: str | None = "mean",
-    *,
-    comparison: str = "rest",
-    positive_label: Label = 1,
-) -> Reduced:
-    """Disparity of (FP + FN) / N across subgroups."""
-    return _model_metric(
-        "error_rate", y_true, y_pred, subgroups, distance_measure, reduction, comparison, positive_label
-    )
-
-
-def equalized_odds(
-    y_true: Any,
-    y_pred: Any,
-    subgroups: pd.DataFrame,
-    distance_measure: str = "diff",
-    reduction: str | None = "mean",
-    *,
-    comparison: str = "rest",
-    positive_label: Label = 1,
-) -> Reduced:
-    """Per comparison, the larger of the TPR and the FPR distances; then reduced over comparisons."""
-    return _model_metric(
-        "equalized_odds", y_true, y_pred, subgroups, distance_measure, reduction, comparison, positive_label
-    )
+true_positive_rate = _rate_function(
+    "tpr", "true_positive_rate", "Disparity of TP / (TP + FN) across subgroups (equal opportunity)."
+)
+false_positive_rate = _rate_function(
+    "fpr", "false_positive_rate", "Disparity of FP / (FP + TN) across subgroups."
+)
+false_negative_rate = _rate_function(
+    "fnr", "false_negative_rate", "Disparity of FN / (FN + TP) across subgroups."
+)
+false_omission_rate = _rate_function(
+    "for", "false_omission_rate", "Disparity of FN / (FN + TN) across subgroups."
+)
+false_discovery_rate = _rate_function(
+    "fdr", "false_discovery_rate", "Disparity of FP / (FP + TP) across subgroups."
+)
+error_rate = _rate_function("error_rate", "error_rate", "Disparity of (FP + FN) / N across subgroups.")
+equalized_odds = _rate_function(
+    "equalized_odds",
+    "equalized_odds",
+    "Per comparison, the larger of the TPR and the FPR distances; then reduced over comparisons.",
+)
 
 
 def theil_index(

@@ -13,25 +13,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from checks._attribution_kernels import binary_auc
 from checks.base import Check
 from checks.columns import Columns, infer_task
 from checks.errors import CheckInputError, NotApplicable
 from checks.registry import register
 from checks.result import CheckResult
+from checks.subset import macro_from_counts
 
 # --- metric kernels -----------------------------------------------------------------------------------
-
-
-def binary_auc(positive: np.ndarray, score: np.ndarray) -> float:
-    """Area under the ROC curve from average ranks (Mann-Whitney U); NaN when one class is absent."""
-    n_pos = int(positive.sum())
-    n_neg = len(positive) - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = stats.rankdata(score)
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def f1(positive: np.ndarray, predicted: np.ndarray) -> float:
@@ -44,15 +35,16 @@ def f1(positive: np.ndarray, predicted: np.ndarray) -> float:
 def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
     """Unweighted mean of the per-class F1 over every class seen in the truth or the predictions."""
     classes, codes = np.unique(np.r_[truth, predicted], return_inverse=True)
-    t, p = codes[: len(truth)], codes[len(truth) :]
-    scores = [f1(t == k, p == k) for k in range(len(classes))]
-    return float(np.mean(scores))
+    k, n = len(classes), len(truth)
+    counts = np.bincount(codes[:n] * k + codes[n:], minlength=k * k)
+    return float(macro_from_counts(counts, n_classes=k, kind="f1", average="macro"))
 
 
 def log_loss(class_index: np.ndarray, scores: np.ndarray) -> float:
     """Mean negative log-likelihood of the true class; rows are normalised to sum to one and clipped
-    to [eps, 1 - eps] like scikit-learn."""
-    scores = scores / scores.sum(axis=1, keepdims=True)
+    to [eps, 1 - eps] like scikit-learn (a row of zeros counts as probability eps)."""
+    totals = scores.sum(axis=1, keepdims=True)
+    scores = np.divide(scores, totals, out=np.zeros_like(scores, dtype=float), where=totals > 0)
     eps = np.finfo(scores.dtype).eps
     picked = np.clip(scores[np.arange(len(scores)), class_index], eps, 1 - eps)
     return float(-np.mean(np.log(picked)))
@@ -129,7 +121,8 @@ def _setup(reference: pd.DataFrame, columns: Columns, classes: list[Any] | None)
             raise CheckInputError(f"label {columns.label!r} is not numeric for a regression model")
         return _Setup(task, (), None, None, (source,))
     numeric = pd.api.types.is_numeric_dtype(label.dtype)
-    positive = max({*found, 1} if numeric else set(found)) if task == "binary" else None
+    # 1 is the positive class of 0/1 labels (also when one of them is absent); otherwise the larger label.
+    positive = (1 if numeric and set(found) <= {0, 1} else max(found)) if task == "binary" else None
     if task == "binary":
         scores = (columns.score,) if columns.score else ()
     else:

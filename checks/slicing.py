@@ -124,6 +124,15 @@ def sort_within_groups(
     return order[np.argsort(_small_int(codes[order], n_groups), kind="stable")]
 
 
+def run_bounds(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start positions and lengths of the runs of equal keys in a sorted, non-empty array."""
+    boundary = np.empty(len(sorted_keys), dtype=bool)
+    boundary[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    return starts, np.diff(starts, append=len(sorted_keys))
+
+
 def tie_runs(sorted_codes: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
     """Run id of each position in a (group, value)-sorted array; equal (group, value) share a run."""
     new = np.empty(len(sorted_codes), dtype=bool)

@@ -122,13 +122,14 @@ def predicted_positive(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(predicted positive, prediction present): the prediction column, else score >= threshold.
 
-    A prediction column holding probabilities (numbers other than 0 and 1) is thresholded like a score.
+    A prediction column holding probabilities (numbers with a fractional part) is thresholded like a
+    score; whole numbers are class labels compared with `positive_label`.
     """
     if columns.prediction:
         values = frame[columns.prediction]
         present = values.notna().to_numpy()
         numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-        holds_scores = numeric and not values[present].isin([0, 1]).all()
+        holds_scores = numeric and bool(np.any(np.mod(values[present].to_numpy(dtype=float), 1) != 0))
         if not holds_scores:
             return (values == positive_label).to_numpy(dtype=bool, na_value=False), present
         scores = numeric_values(frame, columns.prediction, "prediction")

@@ -24,6 +24,14 @@ def by_target(results):
     return {r.target: r for r in results}
 
 
+def only_result(check, current, columns, reference):
+    """The single result of a check (or a registered name) run strictly on `current` against `reference`."""
+    if isinstance(check, str):
+        check = registry.create(check)
+    [result] = run_check(check, current, columns, reference=reference, strict=True)
+    return result
+
+
 def counts_frame(counts: list[int], column: str = "flag", labels=("no", "yes")) -> pd.DataFrame:
     """A one-column frame with `counts[i]` rows of `labels[i]`."""
     return pd.DataFrame({column: np.repeat(np.array(labels, dtype=object), counts)})
@@ -79,7 +87,7 @@ def test_psi_rejects_bad_counts():
 def test_psi_worked_example_through_checks(name, columns, smoothing, expected):
     reference, current = counts_frame([100, 200]), counts_frame([25, 150])
     check = registry.create(name, {"smoothing": smoothing})
-    [result] = run_check(check, current, Columns(**columns), reference=reference, strict=True)
+    result = only_result(check, current, Columns(**columns), reference)
     assert result.metrics["psi"] == pytest.approx(expected, abs=1e-9)
     # the document: "If our PSI threshold was 0.1 then the test would fail"; default grading is medium
     assert result.severity == "medium"
@@ -121,7 +129,7 @@ def reference_psi(ref: np.ndarray, cur: np.ndarray, bins: int, smoothing: float)
 def test_numeric_psi_and_ks_match_independent_computations(decimals):
     reference, current = numeric_frames(decimals=decimals)
     check = registry.create("drift.numeric", {"tests": ["ks", "wasserstein"]})
-    [result] = run_check(check, current, Columns(numeric=("x",)), reference=reference, strict=True)
+    result = only_result(check, current, Columns(numeric=("x",)), reference)
     ref, cur = reference["x"].to_numpy(), current["x"].to_numpy()
     assert result.metrics["psi"] == pytest.approx(reference_psi(ref, cur, 10, 1.0), rel=1e-12)
     expected = stats.ks_2samp(ref, cur, method="asymp")
@@ -136,7 +144,7 @@ def test_numeric_ks_sketch_is_within_its_bound():
     reference, current = numeric_frames(n_ref=20_000, n_cur=5_000, shift=0.05)
     sketch_size = 50
     check = registry.create("drift.numeric", {"sketch_size": sketch_size})
-    [result] = run_check(check, current, Columns(numeric=("x",)), reference=reference, strict=True)
+    result = only_result(check, current, Columns(numeric=("x",)), reference)
     exact = stats.ks_2samp(reference["x"], current["x"]).statistic
     assert result.details["ks_exact"] is False
     assert abs(result.metrics["ks_statistic"] - exact) <= 1 / sketch_size + 1 / len(reference)
@@ -145,9 +153,7 @@ def test_numeric_ks_sketch_is_within_its_bound():
 def test_ks_pvalue_for_large_samples_uses_the_limit_distribution():
     reference, current = numeric_frames(n_ref=30_000, n_cur=30_000, shift=0.0)
     current["x"] = current["x"] / 1.2 + 0.02
-    [result] = run_check(
-        registry.create("drift.numeric"), current, Columns(numeric=("x",)), reference=reference, strict=True
-    )
+    result = only_result("drift.numeric", current, Columns(numeric=("x",)), reference)
     expected = stats.ks_2samp(reference["x"], current["x"], method="asymp")
     assert result.metrics["ks_statistic"] == pytest.approx(expected.statistic)
     assert 1e-6 < expected.pvalue < 0.5
@@ -157,9 +163,7 @@ def test_ks_pvalue_for_large_samples_uses_the_limit_distribution():
 def test_numeric_ties_merge_edges_and_out_of_range_goes_to_outer_bins():
     reference = pd.DataFrame({"x": np.repeat([0.0, 1.0], [70, 30])})
     current = pd.DataFrame({"x": np.repeat([0.0, 1.0, 5.0], [50, 40, 10])})
-    [result] = run_check(
-        registry.create("drift.numeric"), current, Columns(numeric=("x",)), reference=reference, strict=True
-    )
+    result = only_result("drift.numeric", current, Columns(numeric=("x",)), reference)
     # deciles of 70 zeros and 30 ones: edges {0, 1}, bins (-inf, 0], (0, 1], (1, inf)
     assert result.details["bins"] == 3
     assert result.details["edges"] == [0.0, 1.0]
@@ -173,9 +177,7 @@ def test_numeric_drops_nan_and_inf_and_counts_them():
     reference, current = numeric_frames()
     current.loc[:9, "x"] = np.nan
     current.loc[10:14, "x"] = np.inf
-    [result] = run_check(
-        registry.create("drift.numeric"), current, Columns(numeric=("x",)), reference=reference, strict=True
-    )
+    result = only_result("drift.numeric", current, Columns(numeric=("x",)), reference)
     assert result.details["dropped_rows"] == 15
     kept = current["x"].to_numpy()[15:]
     assert result.metrics["ks_statistic"] == pytest.approx(stats.ks_2samp(reference["x"], kept).statistic)
@@ -188,7 +190,7 @@ def test_numeric_model_impact_on_drifted_rows():
     wrong = np.r_[np.zeros(n // 2, dtype=int), np.ones(n // 2, dtype=int)]
     current = pd.DataFrame({"x": x, "label": 1, "prediction": 1 - wrong})
     columns = Columns(numeric=("x",), label="label", prediction="prediction", task="binary")
-    [result] = run_check(registry.create("drift.numeric"), current, columns, reference=reference, strict=True)
+    result = only_result("drift.numeric", current, columns, reference)
     # only the last (open) bin grew: it holds the 200 out-of-range rows plus the top ~10% of the rest
     in_last_bin = x > np.quantile(reference["x"], 0.9, method="inverted_cdf")
     assert result.failing_rows == int(in_last_bin.sum())
@@ -211,13 +213,7 @@ def test_numeric_sketch_is_small_and_picklable():
 def test_categorical_unseen_pooled_and_chi_square_matches_scipy():
     reference = pd.DataFrame({"c": ["a"] * 50 + ["b"] * 30 + ["c"] * 20})
     current = pd.DataFrame({"c": ["a"] * 20 + ["b"] * 30 + ["d"] * 5 + ["e"] * 5 + [None] * 3})
-    [result] = run_check(
-        registry.create("drift.categorical"),
-        current,
-        Columns(categorical=("c",)),
-        reference=reference,
-        strict=True,
-    )
+    result = only_result("drift.categorical", current, Columns(categorical=("c",)), reference)
     both = pd.concat([reference.assign(side="ref"), current.dropna().assign(side="cur")])
     table = pd.crosstab(both["side"], both["c"].where(both["c"].isin(["a", "b", "c"]), "unseen"))
     expected = stats.chi2_contingency(table.to_numpy(), correction=False)
@@ -245,13 +241,7 @@ def test_category_counts_merge_equals_whole():
 def test_categorical_reads_category_and_string_dtypes_alike():
     reference = pd.DataFrame({"c": pd.Categorical(["x", "y", "y", "z"] * 10)})
     current = pd.DataFrame({"c": pd.array(["x", "x", "y", "z"] * 10, dtype="str")})
-    [result] = run_check(
-        registry.create("drift.categorical"),
-        current,
-        Columns(categorical=("c",)),
-        reference=reference,
-        strict=True,
-    )
+    result = only_result("drift.categorical", current, Columns(categorical=("c",)), reference)
     assert result.details["unseen_share"] == 0
     p, q = np.array([11, 21, 11]) / 43, np.array([21, 11, 11]) / 43
     assert result.metrics["psi"] == pytest.approx(plain_psi(p, q))
@@ -270,7 +260,7 @@ def label_frames():
 def test_label_drift_ks_matches_scipy_and_reports_psi():
     reference, current = label_frames()
     columns = Columns(label="label", score="score", task="binary")
-    [result] = run_check(registry.create("drift.label"), current, columns, reference=reference, strict=True)
+    result = only_result("drift.label", current, columns, reference)
     expected = stats.ks_2samp(reference["label"], current["label"], method="asymp")
     assert result.metrics["ks_statistic"] == pytest.approx(expected.statistic)
     assert result.metrics["ks_pvalue"] == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-300)
@@ -298,9 +288,7 @@ def test_label_drift_skips_text_labels():
 def test_prediction_drift_psi_on_score_quantile_bins():
     reference, current = label_frames()
     columns = Columns(label="label", score="score", task="binary")
-    [result] = run_check(
-        registry.create("drift.prediction"), current, columns, reference=reference, strict=True
-    )
+    result = only_result("drift.prediction", current, columns, reference)
     assert result.target == "score"
     expected = reference_psi(reference["score"].to_numpy(), current["score"].to_numpy(), 10, 1.0)
     assert result.metrics["psi"] == pytest.approx(expected)
@@ -310,7 +298,7 @@ def test_predicted_label_from_thresholded_score():
     reference, current = label_frames()
     columns = Columns(label="label", score="score", task="binary")
     check = registry.create("drift.predicted_label", {"threshold": 0.6})
-    [result] = run_check(check, current, columns, reference=reference, strict=True)
+    result = only_result(check, current, columns, reference)
     r = np.bincount(reference["score"] >= 0.6, minlength=2)
     c = np.bincount(current["score"] >= 0.6, minlength=2)
     assert result.metrics["psi"] == pytest.approx(plain_psi((r + 1) / (r.sum() + 2), (c + 1) / (c.sum() + 2)))

@@ -158,14 +158,16 @@ def quantile_codes(reference: pd.Series, values: pd.Series, bins: int = 10) -> n
     return np.digitize(values, edges, right=True)
 
 
-def test_mutual_info_features_matches_sklearn_and_flags_new_dependence():
+def run_mutual_info(name: str) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The `mi_frames` pair and the results of the mutual-information check `name` on them, by target."""
     reference, current = mi_frames()
     columns = Columns(numeric=("x", "z"), categorical=("c",), label="label", task="binary")
-    results = by_target(
-        run_check(
-            registry.create("drift.mutual_info_features"), current, columns, reference=reference, strict=True
-        )
-    )
+    results = run_check(registry.create(name), current, columns, reference=reference, strict=True)
+    return reference, current, by_target(results)
+
+
+def test_mutual_info_features_matches_sklearn_and_flags_new_dependence():
+    reference, current, results = run_mutual_info("drift.mutual_info_features")
     assert set(results) == {"x ~ z", "x ~ c", "z ~ c"}
     xz = results["x ~ z"]
     ref_mi = mutual_info_score(
@@ -184,13 +186,7 @@ def test_mutual_info_features_matches_sklearn_and_flags_new_dependence():
 
 
 def test_mutual_info_label_per_feature():
-    reference, current = mi_frames()
-    columns = Columns(numeric=("x", "z"), categorical=("c",), label="label", task="binary")
-    results = by_target(
-        run_check(
-            registry.create("drift.mutual_info_label"), current, columns, reference=reference, strict=True
-        )
-    )
+    reference, current, results = run_mutual_info("drift.mutual_info_label")
     assert set(results) == {"x ~ label", "z ~ label", "c ~ label"}
     expected = mutual_info_score(quantile_codes(reference["x"], current["x"]), current["label"])
     assert results["x ~ label"].metrics["current"] == pytest.approx(expected)

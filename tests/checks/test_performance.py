@@ -226,3 +226,31 @@ def test_calibration_rejects_scores_outside_unit_interval():
         reference=reference,
     )
     assert result.status == "error" and "outside [0, 1]" in result.reason
+
+
+def test_log_loss_with_an_all_zero_score_row_stays_finite() -> None:
+    from sklearn.metrics import log_loss as sk_log_loss
+
+    from checks.performance import log_loss
+
+    scores = np.array([[0.2, 0.8], [0.0, 0.0], [0.9, 0.1]])
+    truth = np.array([1, 0, 0])
+    eps = np.finfo(float).eps
+    expected = -np.mean(np.log([0.8, eps, 0.9]))
+    assert log_loss(truth, scores) == pytest.approx(expected)
+    assert log_loss(truth[[0, 2]], scores[[0, 2]]) == pytest.approx(
+        sk_log_loss(truth[[0, 2]], scores[[0, 2]], labels=[0, 1])
+    )
+
+
+def test_minus_one_zero_labels_take_the_larger_as_positive() -> None:
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(5)
+    score = rng.random(400)
+    label = np.where(rng.random(400) < score, 0, -1)
+    frame = pd.DataFrame({"label": label, "score": score, "x": score})
+    columns = Columns(label="label", score="score", numeric=("x",), task="binary")
+    results = run_check(registry.create("performance.overall"), frame, columns, reference=frame)
+    [auc] = [r for r in results if r.target == "auc"]
+    assert auc.metrics["current"] == pytest.approx(roc_auc_score(label == 0, score))

@@ -493,3 +493,14 @@ def test_task_mismatch_is_skipped(binary_frames) -> None:
     assert auc.status == "skipped" and "regression" in auc.reason
     (mae,) = run("subset.mae", batch, columns, reference=reference).values()
     assert mae.status == "skipped" and "binary" in mae.reason
+
+
+def test_whole_number_predictions_are_classes_not_scores() -> None:
+    from checks.columns import Columns
+    from checks.subset import predicted_positive
+
+    frame = pd.DataFrame({"pred": [1, 2, 2, 1], "proba": [0.2, 0.7, 0.5, 0.9]})
+    positive, present = predicted_positive(frame, Columns(prediction="pred"), positive_label=2, threshold=0.5)
+    assert positive.tolist() == [False, True, True, False] and present.all()
+    scores, _ = predicted_positive(frame, Columns(prediction="proba"), positive_label=1, threshold=0.5)
+    assert scores.tolist() == [False, True, True, True]
