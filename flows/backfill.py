@@ -14,8 +14,14 @@ from tasks.sources import list_batch_ids
 
 
 @flow(name="driftline-backfill", task_runner=ThreadPoolTaskRunner(max_workers=4))
-def backfill(spec_path: str, batch_ids: list[str] | None = None) -> list[dict[str, Any]]:
-    """Evaluate `batch_ids` (default: every batch file, oldest first) with one shared profile cache."""
+def backfill(
+    spec_path: str, batch_ids: list[str] | None = None, alerts: bool = False, retrain: bool = False
+) -> list[dict[str, Any]]:
+    """Evaluate `batch_ids` (default: every batch file, oldest first) with one shared profile cache.
+
+    History is written for every batch; alerts and retraining are off unless asked for, since the
+    batches are past ones.
+    """
     spec = load_spec(spec_path)
     if batch_ids is None:
         if spec.batches.path is None:
@@ -28,5 +34,5 @@ def backfill(spec_path: str, batch_ids: list[str] | None = None) -> list[dict[st
     summaries = []
     for i, batch_id in enumerate(batch_ids, 1):
         logger.info("batch %d/%d: %s", i, len(batch_ids), batch_id)
-        summaries.append(run_monitor(spec, batch_id, cache=cache).to_dict())
+        summaries.append(run_monitor(spec, batch_id, cache=cache, alerts=alerts, retrain=retrain).to_dict())
     return summaries

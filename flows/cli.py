@@ -23,6 +23,7 @@ errors = make_console(stderr=True)
 
 EXIT_FAILED = 1  # a check reached the spec's `fail_on` severity
 EXIT_USAGE = 2  # bad spec, bad arguments, unreadable data
+EXIT_INTERNAL = 3  # an unexpected failure (a bug or an environment problem), never a verdict on the model
 
 
 def _fail(message: str) -> None:
@@ -112,6 +113,33 @@ def _load_spec_or_exit(spec_path: Path) -> Any:
         _fail(str(exc))
 
 
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Show only results with a severity.")]
+
+
+def _run_monitor_flow(spec_path: Path, batch: str | None, **flags: bool) -> dict[str, Any]:
+    """One monitor flow run; bad input exits 2, an unexpected failure exits 3 (never 1, which means drift)."""
+    from flows.monitor import monitor
+    from flows.spec import SpecError
+    from tasks.model import ModelError
+    from tasks.sources import SourceError
+
+    try:
+        return monitor(str(spec_path.resolve()), batch, **flags)
+    except (SourceError, SpecError, ModelError) as exc:
+        _fail(str(exc))
+    except Exception as exc:
+        errors.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        raise typer.Exit(EXIT_INTERNAL) from exc
+
+
+def _gate(summaries: list[dict[str, Any]]) -> None:
+    """Exit 1 when a batch failed or was empty, so the command can gate a pipeline."""
+    bad = [s["batch_id"] for s in summaries if s["status"] in ("failed", "empty")]
+    if bad:
+        errors.print(f"failed or empty batch(es): {', '.join(bad)}")
+        raise typer.Exit(EXIT_FAILED)
+
+
 @app.command()
 def run(
     spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML).")],
@@ -119,25 +147,16 @@ def run(
         str | None, typer.Option("--batch", "-b", help="Batch id (default: the newest).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Show only results with a severity.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
-    """Run a monitor over one batch; exit 1 when a check reaches the spec's `fail_on` severity."""
+    """Run a monitor over one batch; exit 1 when a check reaches `fail_on` or the batch is empty."""
     _load_spec_or_exit(spec_path)
-    from flows.monitor import monitor
-    from flows.spec import SpecError
-    from tasks.model import ModelError
-    from tasks.sources import SourceError
-
-    try:
-        summary = monitor(str(spec_path.resolve()), batch)
-    except (SourceError, SpecError, ModelError) as exc:
-        _fail(str(exc))
+    summary = _run_monitor_flow(spec_path, batch)
     if as_json:
         _print_json(summary)
     else:
         print_summary(console, summary, show_ok=not quiet)
-    if summary["status"] == "failed":
-        raise typer.Exit(EXIT_FAILED)
+    _gate([summary])
 
 
 @app.command()
@@ -145,14 +164,38 @@ def backfill(
     spec_path: Annotated[
         Path, typer.Argument(help="Monitor spec (YAML) whose batch source is a file template.")
     ],
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Show only results with a severity.")] = False,
+    batch: Annotated[
+        list[str] | None, typer.Option("--batch", "-b", help="Batch id (repeat; default: every batch file).")
+    ] = None,
+    alerts: Annotated[
+        bool, typer.Option("--alerts/--no-alerts", help="Alert on these past batches.")
+    ] = False,
+    retrain: Annotated[bool, typer.Option("--retrain/--no-retrain", help="Trigger retraining.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run summaries as JSON.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
-    """Run a monitor over every batch its file template matches, oldest first."""
-    _load_spec_or_exit(spec_path)
-    from flows.backfill import backfill as backfill_flow
+    """Run a monitor over past batches, oldest first, printing each as it finishes; exit 1 if any failed."""
+    from tasks.sources import list_batch_ids
 
-    for summary in backfill_flow(str(spec_path.resolve())):
-        print_summary(console, summary, show_ok=not quiet)
+    spec = _load_spec_or_exit(spec_path)
+    if batch:
+        batch_ids = batch
+    elif spec.batches.path is not None:
+        batch_ids = list_batch_ids(str(spec.resolve(spec.batches.path)))
+    else:
+        _fail(f"{spec_path}: a SQL batch source needs the batch ids: --batch 2024-05-01 --batch ...")
+    if not batch_ids:
+        _fail(f"{spec_path}: no batch file matches {spec.batches.path!r}")
+    summaries = []
+    for i, batch_id in enumerate(batch_ids, 1):
+        errors.print(f"[{i}/{len(batch_ids)}] batch {batch_id}", highlight=False)
+        summary = _run_monitor_flow(spec_path, batch_id, alerts=alerts, retrain=retrain)
+        summaries.append(summary)
+        if not as_json:
+            print_summary(console, summary, show_ok=not quiet)
+    if as_json:
+        _print_json(summaries)
+    _gate(summaries)
 
 
 @app.command()

@@ -17,13 +17,13 @@ from checks.columns import Columns, infer_columns
 from checks.errors import CheckInputError
 from checks.fingerprint import frame_fingerprint
 from checks.result import CheckResult, severity_rank, worst_severity
+from flows.persist import persist_run
 from flows.report import publish
 from flows.spec import MonitorSpec, Source, SpecError, load_spec, severity_at_least
 from tasks.model import load_model, score_frame
 from tasks.profiles import ProfileCache
 from tasks.sources import Batch
-from tasks.spool import replay_spool, spool_run
-from tasks.steps import evaluate_check, load_batch, load_reference, parse_record_times
+from tasks.steps import evaluate_check, load_batch, load_reference
 
 SCHEMA_CHECK = "schema.columns"
 
@@ -54,7 +54,7 @@ class RunSummary:
         return sorted(hits, key=lambda r: -severity_rank(r["severity"]))
 
 
-def _source_args(spec: MonitorSpec, source: Source) -> tuple[str | None, dict[str, Any] | None]:
+def _source_args(spec: MonitorSpec, source: Source, role: str) -> tuple[str | None, dict[str, Any] | None]:
     """The (path, sql) arguments of the load tasks, paths resolved against the spec's folder."""
     if source.path is not None:
         return str(spec.resolve(source.path)), None
@@ -62,9 +62,8 @@ def _source_args(spec: MonitorSpec, source: Source) -> tuple[str | None, dict[st
     assert sql is not None
     url = sql.url or (os.environ.get(sql.url_env) if sql.url_env else None)
     if not url:
-        raise SpecError(
-            f"{spec.name}: the SQL source needs `url`, or `url_env` naming a set environment variable"
-        )
+        missing = f"environment variable {sql.url_env} is not set" if sql.url_env else "no url or url_env"
+        raise SpecError(f"{spec.name}: {role}.sql: {missing}")
     return None, {"url": url, "query": sql.query, "window_days": sql.window_days}
 
 
@@ -100,75 +99,6 @@ def _status(results: list[dict[str, Any]], worst: str, fail_on: str, rows: int) 
     return "passed"
 
 
-def _store(spec: MonitorSpec, record: dict[str, Any], spool_dir: Path) -> str:
-    """Write the run to the history database, replaying earlier spooled runs first.
-
-    When the database stays unreachable after retries, the record is spooled to disk and replayed on
-    a later run: nothing is lost.
-    """
-    from sqlalchemy.exc import DBAPIError
-
-    from tasks.history.db import StoreUnavailable, resolve_database_url
-    from tasks.steps import record_run_task
-
-    logger = get_run_logger()
-    url = resolve_database_url(spec.store_url)
-    try:
-        replayed = replay_spool(
-            lambda r: record_run_task.fn(url, parse_record_times(r)),
-            spool_dir,
-            transient=(StoreUnavailable, DBAPIError),
-        )
-        if replayed:
-            logger.info("replayed %d spooled run(s) into the history database", replayed)
-        written = record_run_task(url, record)
-    except Exception as exc:
-        path = spool_run(record, spool_dir)
-        logger.error("history database unavailable (%s); run spooled to %s", exc, path)
-        return f"spooled to {path}"
-    return f"stored run {written['run_id']} ({written['results']} metric rows)"
-
-
-def _alert(spec: MonitorSpec, summary: RunSummary) -> dict[str, Any]:
-    """Open, escalate or resolve incidents and deliver the alert (queued in the outbox on failure)."""
-    from tasks.alerts import process_alerts
-    from tasks.history.db import open_store, resolve_database_url
-
-    logger = get_run_logger()
-    token = None
-    if spec.alerts.slack is not None:
-        token = _slack_token(spec)
-    try:
-        engine = open_store(resolve_database_url(spec.store_url))
-    except Exception as exc:
-        logger.error("alerts not processed: history database unavailable (%s)", exc)
-        return {"error": str(exc)}
-    try:
-        report = process_alerts(
-            engine,
-            monitor=spec.name,
-            batch_id=summary.batch_id,
-            results=summary.results,
-            config=spec.alerts,
-            token=token,
-            run_url=_run_url(),
-        )
-    finally:
-        engine.dispose()
-    return report.to_dict() if hasattr(report, "to_dict") else asdict(report)
-
-
-def _slack_token(spec: MonitorSpec) -> str | None:
-    """The Slack bot token from the Prefect Secret block or environment variable the spec names."""
-    slack = spec.alerts.slack
-    assert slack is not None
-    if slack.token_block:
-        from prefect.blocks.system import Secret
-
-        return Secret.load(slack.token_block).get()
-    return os.environ.get(slack.token_env) if slack.token_env else None
-
-
 def _run_url() -> str | None:
     """Link to this flow run in the Prefect UI, when a UI is known."""
     from prefect.settings import PREFECT_UI_URL
@@ -191,16 +121,20 @@ def run_monitor(
     spec: MonitorSpec,
     batch_id: str | None = None,
     cache: ProfileCache | None = None,
-    spool_dir: Path | None = None,
+    *,
+    alerts: bool = True,
+    retrain: bool = True,
 ) -> RunSummary:
-    """One monitor run over one batch (the body of the `monitor` flow)."""
+    """One monitor run over one batch (the body of the `monitor` flow).
+
+    `alerts` and `retrain` switch off alerting and the retraining trigger, e.g. for a backfill of
+    historical batches; the results are stored either way.
+    """
     logger = get_run_logger()
-    cache = cache or ProfileCache(spec.base_dir / ".driftline" / "profiles")
-    spool_dir = spool_dir or spec.base_dir / ".driftline" / "spool"
-    ref_path, ref_sql = _source_args(spec, spec.reference)
-    batch_path, batch_sql = _source_args(spec, spec.batches)
-    reference = load_reference(ref_path, ref_sql)
-    batch: Batch = load_batch(batch_path, batch_sql, batch_id)
+    state_dir = spec.base_dir / ".driftline"
+    cache = cache or ProfileCache(state_dir / "profiles")
+    reference = load_reference(*_source_args(spec, spec.reference, "reference"))
+    batch: Batch = load_batch(*_source_args(spec, spec.batches, "batches"), batch_id)
     logger.info(
         "monitor %s: batch %s, %d rows (reference %d rows)",
         spec.name,
@@ -229,21 +163,6 @@ def run_monitor(
         worst_severity=worst,
         results=results,
     )
-    if spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
-        from tasks.retrain import trigger_retraining
-
-        summary.retraining = trigger_retraining(
-            monitor=spec.name,
-            batch_id=batch.batch_id,
-            worst_severity=worst,
-            failing_checks=[
-                {k: r[k] for k in ("check", "target", "severity", "metrics")}
-                for r in summary.failing(spec.retrain.min_severity)
-            ][:10],
-            deployment=spec.retrain.deployment,
-            parameters=spec.retrain.parameters,
-            emit=spec.retrain.emit_event,
-        )
     record = {
         "monitor": spec.name,
         "batch_id": batch.batch_id,
@@ -253,19 +172,46 @@ def run_monitor(
         "worst_severity": worst,
         "rows": len(current),
         "flow_run_id": _flow_run_id(),
-        "details": {
-            "reference_rows": len(reference),
-            "reference_hash": ref_hash,
-            "retraining": summary.retraining,
-        },
+        "details": {"reference_rows": len(reference), "reference_hash": ref_hash},
     }
-    summary.stored = _store(spec, record, spool_dir)
-    summary.alerts = _alert(spec, summary)
-    summary.figures = [str(p) for p in publish(summary.to_dict(), spec.base_dir / ".driftline" / "reports")]
+    persisted = persist_run(spec, record, state_dir / "spool", alerts=alerts, run_url=_run_url())
+    summary.stored, summary.alerts = persisted.stored, persisted.alerts
+    if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
+        summary.retraining = _retrain(spec, summary, ref_hash)
+    summary.figures = _publish(summary, state_dir / "reports")
     logger.info(
         "monitor %s batch %s: %s (worst severity %s)", spec.name, batch.batch_id, summary.status, worst
     )
     return summary
+
+
+def _retrain(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> dict[str, Any]:
+    """Start the retraining deployment and/or emit the failure event (once per batch and reference)."""
+    from tasks.retrain import trigger_retraining
+
+    retrain = spec.retrain
+    assert retrain is not None
+    failing = summary.failing(retrain.min_severity)[:10]
+    return trigger_retraining(
+        monitor=spec.name,
+        batch_id=summary.batch_id,
+        run_key=ref_hash[:16],
+        worst_severity=summary.worst_severity,
+        failing_checks=[{k: r[k] for k in ("check", "target", "severity", "metrics")} for r in failing],
+        deployment=retrain.deployment,
+        parameters=retrain.parameters,
+        emit=retrain.emits,
+        spec_path=str(spec.path) if spec.path else None,
+    )
+
+
+def _publish(summary: RunSummary, report_dir: Path) -> list[str]:
+    """The run's artifacts and figures; a failure here is logged, never fatal, as the run is stored."""
+    try:
+        return [str(p) for p in publish(summary.to_dict(), report_dir)]
+    except Exception as exc:
+        get_run_logger().warning("run report not published: %s: %s", type(exc).__name__, exc)
+        return []
 
 
 def _flow_run_id() -> str | None:
@@ -276,10 +222,12 @@ def _flow_run_id() -> str | None:
 
 
 @flow(name="driftline-monitor", task_runner=ThreadPoolTaskRunner(max_workers=4))
-def monitor(spec_path: str, batch_id: str | None = None) -> dict[str, Any]:
+def monitor(
+    spec_path: str, batch_id: str | None = None, alerts: bool = True, retrain: bool = True
+) -> dict[str, Any]:
     """Run the monitor described by the spec file over one batch (the newest when `batch_id` is empty)."""
     spec = load_spec(spec_path)
-    return run_monitor(spec, batch_id).to_dict()
+    return run_monitor(spec, batch_id, alerts=alerts, retrain=retrain).to_dict()
 
 
 def monitor_deployment(spec: MonitorSpec, spec_path: Path) -> Any:

@@ -105,5 +105,35 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
     )
     console.print(results_table(summary["results"], title=title, show_ok=show_ok))
     console.print(f"history: {summary['stored']}")
+    alerts = summary.get("alerts") or {}
+    if alerts:
+        console.print(f"alerts: {format_alerts(alerts)}", highlight=False)
     if summary.get("retraining"):
-        console.print(f"retraining: {summary['retraining']}")
+        console.print(f"retraining: {format_retraining(summary['retraining'])}", highlight=False)
+    for path in summary.get("figures") or ():
+        console.print(f"figure: {path}", highlight=False)
+
+
+def format_alerts(report: Mapping[str, Any]) -> str:
+    """One line on what alerting did: changes, destination, delivered/queued counts, reasons."""
+    if "error" in report or "skipped" in report:
+        return str(report.get("error") or report.get("skipped"))
+    changes = report.get("changes") or []
+    parts = [f"{len(changes)} incident change(s)"]
+    if report.get("destination"):
+        parts.append(f"to {report['destination']}")
+    parts.append(f"delivered {report.get('delivered', 0)}, pending {report.get('pending', 0)}")
+    reasons = report.get("reasons") or []
+    return ", ".join(parts) + (f" ({'; '.join(map(str, reasons))})" if reasons else "")
+
+
+def format_retraining(outcome: Mapping[str, Any]) -> str:
+    """One line on the retraining trigger."""
+    if outcome.get("error"):
+        return str(outcome["error"])
+    done = []
+    if outcome.get("flow_run_id"):
+        done.append(f"started flow run {outcome['flow_run_id']}")
+    if outcome.get("event"):
+        done.append(f"emitted driftline.monitor.failed ({outcome['event']})")
+    return ", ".join(done) or "nothing to do"

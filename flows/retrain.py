@@ -8,6 +8,7 @@ your own training pipeline; keep the parameters, which the monitor and the autom
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pandas as pd
 from prefect import flow, get_run_logger
 
 from checks.columns import infer_columns
-from flows.spec import load_spec
+from flows.spec import SpecError, load_spec
 from tasks.sources import load_file_batch, read_table
 
 
@@ -31,7 +32,8 @@ def retrain(monitor: str, batch_id: str, severity: str, spec_path: str | None = 
     from sklearn.model_selection import train_test_split
 
     spec = load_spec(spec_path)
-    assert spec.reference.path and spec.batches.path, "the example retrains from file sources"
+    if not (spec.reference.path and spec.batches.path):
+        raise SpecError(f"{spec_path}: the example retraining reads file sources, not SQL")
     reference = read_table(spec.resolve(spec.reference.path))
     batch = load_file_batch(str(spec.resolve(spec.batches.path)), batch_id).frame
     columns = infer_columns(reference, spec.columns)
@@ -45,7 +47,7 @@ def retrain(monitor: str, batch_id: str, severity: str, spec_path: str | None = 
     candidate.fit(training[features], training[columns.label])
     candidate_auc = roc_auc_score(holdout[columns.label], candidate.predict_proba(holdout[features])[:, 1])
     production_auc = roc_auc_score(holdout[columns.label], holdout[columns.score]) if columns.score else None
-    path = spec.base_dir / "models" / f"{monitor}-{batch_id}.pkl"
+    path = spec.base_dir / "models" / (re.sub(r"[^A-Za-z0-9_.-]", "_", f"{monitor}-{batch_id}") + ".pkl")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(candidate))
     logger.info("candidate AUC %.4f vs production %s; saved to %s", candidate_auc, production_auc, path)

@@ -65,12 +65,19 @@ class CheckSpec(Strict):
 
 
 class RetrainSpec(Strict):
-    """Start a Prefect deployment (and emit an event) when the run reaches `min_severity`."""
+    """Start a Prefect deployment, or emit an event for an automation, when a run reaches `min_severity`."""
 
     deployment: str | None = Field(None, description="`flow-name/deployment-name`")
     min_severity: Severity = "high"
     parameters: dict[str, Any] = Field(default_factory=dict)
-    emit_event: bool = True
+    emit_event: bool | None = Field(
+        None, description="emit `driftline.monitor.failed`; default: only when no deployment is named"
+    )
+
+    @property
+    def emits(self) -> bool:
+        """Whether to emit the event (by default only without a deployment, so one failure retrains once)."""
+        return self.emit_event if self.emit_event is not None else self.deployment is None
 
 
 class ScheduleSpec(Strict):
@@ -109,6 +116,7 @@ class MonitorSpec(Strict):
     schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
     store_url: str | None = None
     base_dir: Path = Field(Path("."), exclude=True)
+    path: Path | None = Field(None, exclude=True, description="the spec file, when loaded from one")
 
     @field_validator("checks", mode="before")
     @classmethod
@@ -176,7 +184,9 @@ def load_spec(path: str | Path) -> MonitorSpec:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise SpecError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    return parse_spec(data, str(path), path.resolve().parent)
+    spec = parse_spec(data, str(path), path.resolve().parent)
+    spec.path = path.resolve()
+    return spec
 
 
 def severity_at_least(severity: str, minimum: str) -> bool:

@@ -86,10 +86,13 @@ def _file_time(path: Path) -> datetime:
 def read_sql(url: str, query: str, params: dict[str, object] | None = None) -> pd.DataFrame:
     """Run a query through SQLAlchemy; connection and SQL errors name the database (password hidden)."""
     from sqlalchemy import create_engine, make_url, text
-    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
-    shown = make_url(url).render_as_string(hide_password=True)
-    engine = create_engine(url)
+    try:
+        shown = make_url(url).render_as_string(hide_password=True)
+        engine = create_engine(url)
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        raise SourceError(f"cannot use the SQL source URL: {type(exc).__name__}") from None
     try:
         with engine.connect() as conn:
             return pd.read_sql(text(query), conn, params=params or {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -17,8 +18,10 @@ DEFAULT_SPOOL_DIR = Path(".driftline") / "spool"
 
 
 def _file_name(monitor: str, batch_id: str) -> str:
+    """A readable, collision-free name: sanitised ids plus a short hash of the raw ones."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{monitor}__{batch_id}")
-    return f"{safe}.json"
+    digest = hashlib.sha256(f"{monitor}\0{batch_id}".encode()).hexdigest()[:8]
+    return f"{safe}__{digest}.json"
 
 
 def spool_run(record: dict[str, Any], directory: Path = DEFAULT_SPOOL_DIR) -> Path:
@@ -30,6 +33,13 @@ def spool_run(record: dict[str, Any], directory: Path = DEFAULT_SPOOL_DIR) -> Pa
         json.dump(record, fh, default=str)
     os.replace(tmp, path)
     return path
+
+
+def _age(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return float("inf")
 
 
 def replay_spool(
@@ -46,9 +56,13 @@ def replay_spool(
     if not directory.exists():
         return 0
     replayed = 0
-    for path in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime):
+    for path in sorted(directory.glob("*.json"), key=_age):
         try:
-            write(json.loads(path.read_text()))
+            record = json.loads(path.read_text())
+        except FileNotFoundError:  # replayed meanwhile by a concurrent run
+            continue
+        try:
+            write(record)
         except transient:
             raise
         except Exception as exc:
@@ -62,6 +76,6 @@ def replay_spool(
                 rejected,
             )
             continue
-        path.unlink()
+        path.unlink(missing_ok=True)
         replayed += 1
     return replayed

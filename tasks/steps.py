@@ -1,8 +1,9 @@
-"""The Prefect tasks a monitor run is made of: load, check, store, alert, retrain, publish."""
+"""The Prefect tasks of a monitor run: load the reference and the batch, run one check, store the run."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -13,18 +14,40 @@ from checks.base import Check
 from checks.columns import Columns
 from checks.runner import run_check
 from tasks.profiles import ProfileCache
-from tasks.sources import Batch, load_file_batch, load_sql_batch, read_sql, read_table
+from tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
 
-# Frames are passed by reference between threads: never hash them for Prefect's cache.
-IO_RETRIES = {"retries": 2, "retry_delay_seconds": [1, 4], "cache_policy": NO_CACHE}
+
+def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
+    """Retry I/O that may recover (a database or file system away for a moment), not bad input."""
+    from sqlalchemy.exc import DBAPIError
+
+    from tasks.history.db import StoreUnavailable
+
+    try:
+        state.result()
+    except SourceError:
+        return False
+    except (StoreUnavailable, DBAPIError, OSError):
+        return True
+    except Exception:
+        return False
+    return False
+
+
+# Frames are passed by reference between threads: never hash them for Prefect's cache, never persist them.
+IO_RETRIES = {
+    "retries": 2,
+    "retry_delay_seconds": [1, 4],
+    "retry_condition_fn": retry_transient,
+    "cache_policy": NO_CACHE,
+    "persist_result": False,
+}
 
 
 @task(name="load-reference", **IO_RETRIES)
 def load_reference(path: str | None, sql: dict[str, Any] | None) -> pd.DataFrame:
     """The reference snapshot from a file or a SQL query (no window)."""
     if path is not None:
-        from pathlib import Path
-
         return read_table(Path(path))
     assert sql is not None
     return read_sql(sql["url"], sql["query"])
@@ -39,7 +62,7 @@ def load_batch(path_template: str | None, sql: dict[str, Any] | None, batch_id: 
     return load_sql_batch(sql["url"], sql["query"], batch_id, sql["window_days"])
 
 
-@task(name="run-check", task_run_name="check-{check.name}", cache_policy=NO_CACHE)
+@task(name="run-check", task_run_name="check-{check.name}", cache_policy=NO_CACHE, persist_result=False)
 def evaluate_check(
     check: Check,
     batch: pd.DataFrame,
@@ -57,7 +80,7 @@ def evaluate_check(
     return [r.to_dict() for r in results]
 
 
-@task(name="record-run", retries=2, retry_delay_seconds=[1, 4], cache_policy=NO_CACHE)
+@task(name="record-run", **IO_RETRIES)
 def record_run_task(database_url: str, record: dict[str, Any]) -> dict[str, Any]:
     """Write the run and all its results in one idempotent transaction."""
     from tasks.history.db import open_store

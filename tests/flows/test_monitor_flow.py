@@ -91,10 +91,15 @@ def test_failing_batch_alerts_slack_and_starts_retraining(
                     "base_url": slack.api_url,
                 },
             },
-            retrain={"deployment": "driftline-retrain/on-failure", "min_severity": "high"},
+            retrain={
+                "deployment": "driftline-retrain/on-failure",
+                "min_severity": "high",
+                "emit_event": True,
+            },
         )
         slack.script(Reply.rate_limited(retry_after=1))  # the first post is throttled, then retried
         summary = monitor(str(spec), "2018-12")
+        again = monitor(str(spec), "2018-12")  # a re-run of the batch posts nothing and retrains once
         posts = slack.accepted()
 
     assert summary["status"] == "failed" and summary["worst_severity"] == "high"
@@ -114,13 +119,17 @@ def test_failing_batch_alerts_slack_and_starts_retraining(
 
     retraining = summary["retraining"]
     assert retraining["error"] is None and retraining["flow_run_id"]
+    assert again["retraining"] == retraining
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(retraining["flow_run_id"])
         assert flow_run.deployment_id == deployment_id
         assert flow_run.parameters == {"monitor": "acs-employment", "batch_id": "2018-12", "severity": "high"}
+        runs = client.read_flow_runs()
+        assert sum(r.deployment_id == deployment_id for r in runs) == 1
         event = _wait_for_event(client, "driftline.monitor.failed")
     assert event["resource"]["prefect.resource.id"] == "driftline.monitor.acs-employment"
     assert event["payload"]["batch_id"] == "2018-12" and event["payload"]["severity"] == "high"
+    assert event["payload"]["spec_path"] == str(spec.resolve())
 
 
 def _wait_for_event(client: Any, name: str, timeout: float = 30.0) -> dict[str, Any]:
@@ -135,25 +144,41 @@ def _wait_for_event(client: Any, name: str, timeout: float = 30.0) -> dict[str, 
     raise AssertionError(f"no {name} event reached the Prefect server within {timeout} s")
 
 
-def test_unreachable_store_spools_the_run_and_the_next_run_replays_it(
+def test_unreachable_store_spools_run_and_alert_and_the_next_run_replays_both(
     demo_data: Path, tmp_path: Path
 ) -> None:
     from flows.monitor import monitor
 
     down = write_spec(demo_data, tmp_path, store_url="postgresql+psycopg://u:pw@127.0.0.1:1/x", retrain=None)
-    summary = monitor(str(down), "2016-06")
-    assert summary["stored"].startswith("spooled to")
-    spooled = list((tmp_path / ".driftline" / "spool").glob("*.json"))
-    assert len(spooled) == 1
+    summary = monitor(str(down), "2018-12")
+    assert summary["status"] == "failed"
+    assert summary["stored"].startswith("spooled to") and "database unavailable" in summary["stored"]
+    spool = tmp_path / ".driftline" / "spool"
+    assert len(list(spool.glob("*.json"))) == 1
 
     url = f"sqlite:///{tmp_path / 'history.db'}"
     up = write_spec(demo_data, tmp_path, store_url=url, retrain=None)
-    monitor(str(up), "2016-12")
+    monitor(str(up), "2016-06")
     engine = open_store(url)
     batches = sorted(read_history(engine, "acs-employment", check="drift.prediction")["batch_id"])
+    with engine.connect() as conn:
+        queued = conn.execute(select(AlertOutbox.batch_id).order_by(AlertOutbox.id)).scalars().all()
     engine.dispose()
-    assert batches == ["2016-06", "2016-12"]
-    assert not list((tmp_path / ".driftline" / "spool").glob("*.json"))
+    assert batches == ["2016-06", "2018-12"]
+    assert queued[0] == "2018-12"  # the spooled failing batch's alert was not lost, and went first
+    assert not list(spool.glob("*.json"))
+
+
+def test_backfill_stores_every_batch_without_alerting(demo_data: Path, tmp_path: Path) -> None:
+    from flows.backfill import backfill
+
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    spec = write_spec(demo_data, tmp_path, store_url=url)
+    summaries = backfill(str(spec), ["2016-06", "2018-12"])
+    assert [(s["batch_id"], s["status"]) for s in summaries] == [("2016-06", "passed"), ("2018-12", "failed")]
+    assert all(s["alerts"] == {"skipped": "alerts disabled for this run"} for s in summaries)
+    assert all(s["retraining"] is None for s in summaries)
+    assert count(url, Run) == 2 and count(url, AlertOutbox) == 0
 
 
 def test_serve_registers_the_spec_schedule(demo_data: Path, tmp_path: Path) -> None:

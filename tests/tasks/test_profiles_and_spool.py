@@ -99,4 +99,11 @@ def test_a_record_that_cannot_be_written_is_set_aside(tmp_path) -> None:
     written: list = []
     assert replay_spool(write, tmp_path, transient=(ConnectionError,)) == 1
     assert [r["batch_id"] for r in written] == ["good"]
-    assert [p.name for p in tmp_path.iterdir()] == ["m__bad.rejected"]
+    [rejected] = tmp_path.iterdir()
+    assert rejected.name.startswith("m__bad__") and rejected.suffix == ".rejected"
+
+
+def test_batch_ids_that_sanitise_alike_do_not_overwrite_each_other(tmp_path) -> None:
+    first = spool_run({"monitor": "m", "batch_id": "2024/05"}, tmp_path)
+    second = spool_run({"monitor": "m", "batch_id": "2024_05"}, tmp_path)
+    assert first != second and len(list(tmp_path.glob("*.json"))) == 2

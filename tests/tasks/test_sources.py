@@ -79,3 +79,10 @@ def test_sql_errors_hide_the_password() -> None:
     with pytest.raises(SourceError) as info:
         load_sql_batch("postgresql+psycopg://user:s3cret@127.0.0.1:1/db", "select 1", "2024-05-01", 1)
     assert "s3cret" not in str(info.value) and "127.0.0.1:1" in str(info.value)
+
+
+@pytest.mark.parametrize("url", ["not a url", "nosuchdb+driver://user:s3cret@host/db"])
+def test_malformed_sql_urls_are_source_errors_without_secrets(url: str) -> None:
+    with pytest.raises(SourceError, match="cannot use the SQL source URL") as info:
+        load_sql_batch(url, "select 1", "2024-05-01", 1)
+    assert "s3cret" not in str(info.value)

@@ -1,0 +1,128 @@
+"""After the checks: write the run to the history database and process its alerts, losing neither.
+
+A run record and its alerts travel together. When the database cannot be reached, the record is
+spooled to disk; the next run that reaches the database first writes every spooled record and
+processes its alerts (oldest first), then its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flows.spec import MonitorSpec
+from tasks.spool import replay_spool, spool_run
+from tasks.steps import parse_record_times, record_run_task
+
+log = logging.getLogger(__name__)
+
+
+def _logger() -> Any:
+    """The flow run's logger (shown in the Prefect UI) inside a run, this module's logger outside."""
+    from prefect import get_run_logger
+    from prefect.exceptions import MissingContextError
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return log
+
+
+@dataclass
+class Persisted:
+    """Where the run went (`stored`) and what alerting did (`alerts`)."""
+
+    stored: str
+    alerts: dict[str, Any] = field(default_factory=dict)
+
+
+def slack_token(spec: MonitorSpec) -> str | None:
+    """The bot token from the spec's Prefect Secret block or environment variable; None when unavailable.
+
+    A missing block is logged (never its value) and leaves the alert queued until the token exists.
+    """
+    slack = spec.alerts.slack
+    if slack is None or slack.uses_webhook:
+        return None
+    if slack.token_block:
+        try:
+            from prefect.blocks.system import Secret
+
+            return Secret.load(slack.token_block).get()
+        except Exception as exc:
+            _logger().error(
+                "cannot load the Prefect Secret block %r: %s", slack.token_block, type(exc).__name__
+            )
+            return None
+    return os.environ.get(slack.token_env) if slack.token_env else None
+
+
+def process_run_alerts(
+    url: str, spec: MonitorSpec, record: dict[str, Any], run_url: str | None
+) -> dict[str, Any]:
+    """Update incidents and deliver (or queue) the alert of one stored run."""
+    from tasks.alerts import process_alerts
+    from tasks.history.db import open_store
+
+    engine = open_store(url)
+    try:
+        report = process_alerts(
+            engine,
+            monitor=record["monitor"],
+            batch_id=record["batch_id"],
+            results=record["results"],
+            config=spec.alerts,
+            token=slack_token(spec),
+            run_url=run_url,
+        )
+    finally:
+        engine.dispose()
+    return report.to_dict()
+
+
+def persist_run(
+    spec: MonitorSpec, record: dict[str, Any], spool_dir: Path, *, alerts: bool, run_url: str | None
+) -> Persisted:
+    """Store the run (replaying the spool first) and process its alerts when `alerts` is set.
+
+    A database that stays unreachable after the store task's retries spools the record, marked with
+    whether its alerts are still due; any other write failure spools it too, under its own message.
+    """
+    from sqlalchemy.exc import DBAPIError
+
+    from tasks.history.db import StoreUnavailable, resolve_database_url
+
+    url = resolve_database_url(spec.store_url)
+    logger = _logger()
+
+    def write_spooled(spooled: dict[str, Any]) -> None:
+        spooled = parse_record_times(spooled)
+        due = spooled.pop("alerts_due", False)
+        record_run_task.fn(url, spooled)
+        if due:
+            process_run_alerts(url, spec, spooled, None)
+
+    try:
+        replayed = replay_spool(write_spooled, spool_dir, transient=(StoreUnavailable, DBAPIError))
+        if replayed:
+            logger.info("replayed %d spooled run(s) into the history database", replayed)
+        written = record_run_task(url, record)
+    except (StoreUnavailable, DBAPIError) as exc:
+        path = spool_run({**record, "alerts_due": alerts}, spool_dir)
+        logger.error("history database unavailable (%s); run and its alerts spooled to %s", exc, path)
+        return Persisted(f"spooled to {path} (database unavailable)")
+    except Exception as exc:
+        path = spool_run({**record, "alerts_due": alerts}, spool_dir)
+        logger.error("the run could not be written (%s: %s); spooled to %s", type(exc).__name__, exc, path)
+        return Persisted(f"spooled to {path} (write failed: {type(exc).__name__})")
+    stored = f"stored run {written['run_id']} ({written['results']} metric rows)"
+    if not alerts:
+        return Persisted(stored, {"skipped": "alerts disabled for this run"})
+    try:
+        return Persisted(stored, process_run_alerts(url, spec, record, run_url))
+    except Exception as exc:
+        logger.error("alerts not processed: %s: %s", type(exc).__name__, exc)
+        return Persisted(stored, {"error": f"{type(exc).__name__}: {exc}"})
