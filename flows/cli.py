@@ -226,7 +226,7 @@ def _read_history(database: str | None, monitor_name: str, **filters: Any) -> An
     from tasks.history.query import read_history
 
     try:
-        engine = open_store(resolve_database_url(database))
+        engine = open_store(resolve_database_url(database), create=False)
     except StoreUnavailable as exc:
         _fail(str(exc))
     try:

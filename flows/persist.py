@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,28 @@ def process_run_alerts(
     return report.to_dict()
 
 
+# Delivered alerts are kept this long (their dedupe keys stop a re-run batch from alerting twice).
+DELIVERED_RETENTION = timedelta(days=90)
+
+
+def _purge_delivered(url: str, logger: Any) -> None:
+    """Drop delivered outbox rows past the retention, so the outbox stays small; never fatal."""
+    from tasks.alerts import purge_sent
+    from tasks.history.db import open_store
+
+    try:
+        engine = open_store(url)
+        try:
+            purged = purge_sent(engine, DELIVERED_RETENTION)
+        finally:
+            engine.dispose()
+    except Exception as exc:
+        logger.warning("delivered alerts not purged: %s: %s", type(exc).__name__, exc)
+        return
+    if purged:
+        logger.info("purged %d delivered alert(s) older than %s", purged, DELIVERED_RETENTION)
+
+
 def persist_run(
     spec: MonitorSpec, record: dict[str, Any], spool_dir: Path, *, alerts: bool, run_url: str | None
 ) -> Persisted:
@@ -119,6 +142,7 @@ def persist_run(
         logger.error("the run could not be written (%s: %s); spooled to %s", type(exc).__name__, exc, path)
         return Persisted(f"spooled to {path} (write failed: {type(exc).__name__})")
     stored = f"stored run {written['run_id']} ({written['results']} metric rows)"
+    _purge_delivered(url, logger)
     if not alerts:
         return Persisted(stored, {"skipped": "alerts disabled for this run"})
     try:

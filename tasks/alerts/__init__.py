@@ -15,7 +15,7 @@ from tasks.alerts.delivery import (
 )
 from tasks.alerts.incidents import IncidentChange, apply_incidents
 from tasks.alerts.messages import build_message
-from tasks.alerts.outbox import FlushResult, enqueue, flush_outbox
+from tasks.alerts.outbox import FlushResult, enqueue, flush_outbox, purge_sent
 from tasks.alerts.process import AlertReport, process_alerts
 
 __all__ = [
@@ -35,4 +35,5 @@ __all__ = [
     "enqueue",
     "flush_outbox",
     "process_alerts",
+    "purge_sent",
 ]

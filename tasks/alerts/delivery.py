@@ -208,7 +208,11 @@ class SlackWebhookSender(_SlackHttpSender):
 
 
 class ConsoleSender(Sender):
-    """Prints a readable plain-text rendering (the demo's sink when no Slack is configured)."""
+    """Prints a readable plain-text rendering (the demo's sink when no Slack is configured).
+
+    Without a `stream`, alerts go to standard error (looked up at each send), so standard output stays
+    free for machine-readable output such as `driftline run --json`.
+    """
 
     destination = CONSOLE_DESTINATION
 
@@ -216,7 +220,8 @@ class ConsoleSender(Sender):
         self._stream = stream
 
     def send(self, message: Mapping[str, Any]) -> None:
-        print(unescape(message["text"]) + "\n", file=self._stream or sys.stdout, flush=True)
+        stream = self._stream if self._stream is not None else sys.stderr
+        print(unescape(message["text"]) + "\n", file=stream, flush=True)
 
 
 class UnavailableSender(Sender):

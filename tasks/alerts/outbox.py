@@ -3,7 +3,8 @@
 `enqueue` writes a message once per dedupe key (so re-processing a batch does not queue its alert
 twice); `flush_outbox` sends a destination's unsent messages oldest first, marking each sent or
 recording the attempt and the error. A failure that would hit every message (unreachable Slack, a
-rejected token) stops the flush, so messages go out in order once the fault is fixed.
+rejected token) stops the flush, so messages go out in order once the fault is fixed. `purge_sent`
+deletes delivered messages once they are old enough, so the table does not grow with history.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, Select, func, select
+from sqlalchemy import Engine, Select, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -145,3 +147,17 @@ def unsent_elsewhere(engine: Engine, monitor: str, destination: str | None) -> d
     )
     with Session(engine) as session:
         return {dest: n for dest, n in session.execute(query) if dest != destination}
+
+
+def purge_sent(engine: Engine, older_than: timedelta) -> int:
+    """Delete messages delivered more than `older_than` ago; returns how many were deleted.
+
+    Unsent messages are never deleted, however old. A purged message's dedupe key is forgotten, so keep
+    `older_than` longer than any batch is likely to be re-processed.
+    """
+    if older_than < timedelta(0):
+        raise ValueError(f"older_than must not be negative, got {older_than}")
+    cutoff = utcnow() - older_than
+    statement = delete(AlertOutbox).where(AlertOutbox.sent_at.is_not(None), AlertOutbox.sent_at < cutoff)
+    with engine.begin() as conn:
+        return conn.execute(statement).rowcount

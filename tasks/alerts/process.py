@@ -64,7 +64,7 @@ def process_alerts(
     without its alert. Delivery happens after the commit: older unsent messages go first, and a
     message that cannot be sent stays queued for the next run. `token` is the resolved Slack bot
     token; `run_url` links the message to the run unless `alerts.slack.run_url` gives a template.
-    `stream` receives console alerts (stdout by default).
+    `stream` receives console alerts (standard error by default).
     """
     sender = build_sender(config, token, stream)
     destination = sender.destination if sender else None

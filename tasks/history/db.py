@@ -2,7 +2,8 @@
 
 SQLite is the default (a file in the working directory) and PostgreSQL the production database. The
 schema is managed by the Alembic migrations in `tasks/migrations`, run programmatically when a store
-is opened, so a fresh database needs no separate setup step.
+is opened, so a fresh database needs no separate setup step. Read-only callers open the store with
+`create=False`, which neither creates a database nor migrates one.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, func, select
+from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import NullPool
+
+from tasks.history.models import Base
 
 ENV_VAR = "DRIFTLINE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///driftline.db"
@@ -59,19 +62,66 @@ def masked_url(url: str) -> str:
         return "<unparsable database URL>"
 
 
-def open_store(url: str) -> Engine:
-    """Connect to the history database, migrate it to head and return the engine.
+def open_store(url: str, *, create: bool = True) -> Engine:
+    """Connect to the history database and return the engine; by default, create and migrate it to head.
 
-    Raises `StoreUnavailable` (naming the URL with its password masked) when the database cannot be
-    reached, opened or migrated because of a connection problem.
+    With `create=False` (for commands that only read), nothing is created or migrated: a SQLite file
+    that does not exist raises `StoreUnavailable` naming the path, and a database without the history
+    tables raises `StoreUnavailable` saying so. Raises `StoreUnavailable` (naming the URL with its
+    password masked) when the database cannot be reached, opened or migrated because of a connection
+    problem.
     """
+    if not create:
+        missing = _missing_sqlite_file(url)
+        if missing is not None:
+            raise StoreUnavailable(f"no history database at {missing} (set --db or {ENV_VAR})")
     engine = _create_engine(url)
     try:
-        migrate(engine)
+        if create:
+            migrate(engine)
+        else:
+            _require_tables(engine, url)
     except DBAPIError as exc:
         engine.dispose()
         raise StoreUnavailable(_unavailable_message(url, exc)) from None
+    except StoreUnavailable:
+        engine.dispose()
+        raise
     return engine
+
+
+def _missing_sqlite_file(url: str) -> Path | None:
+    """The file a SQLite `url` names when that file does not exist; None for other URLs and in-memory."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None  # `_create_engine` reports the unparsable URL
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or database in (None, "", ":memory:"):
+        return None
+    if str(parsed.query.get("uri", "")).lower() in ("true", "1") and database.startswith("file:"):
+        if parsed.query.get("mode") == "memory":
+            return None
+        database = database.removeprefix("file:").split("?", 1)[0]
+        if database in ("", ":memory:"):
+            return None
+    path = Path(database)
+    return None if path.exists() else path
+
+
+def _require_tables(engine: Engine, url: str) -> None:
+    """Raise `StoreUnavailable` unless the database holds every history table."""
+    with engine.connect() as conn:
+        present = set(inspect(conn).get_table_names())
+    missing = sorted(set(Base.metadata.tables) - present)
+    if not missing:
+        return
+    where = f"history database {masked_url(url)}"
+    if len(missing) == len(Base.metadata.tables):
+        problem = f"{where} has no driftline tables"
+    else:
+        problem = f"{where} lacks the driftline tables {', '.join(missing)}"
+    raise StoreUnavailable(f"{problem} (record a monitor run into it first, or set --db or {ENV_VAR})")
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:

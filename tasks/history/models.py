@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -72,7 +83,19 @@ class Incident(Base):
     """An open or resolved alert condition for one (monitor, check, target)."""
 
     __tablename__ = "incidents"
-    __table_args__ = (Index("ix_incidents_open", "monitor", "check", "target", "status"),)
+    __table_args__ = (
+        Index("ix_incidents_open", "monitor", "check", "target", "status"),
+        # At most one open incident per (monitor, check, target); resolved ones accumulate freely.
+        Index(
+            "uq_incidents_one_open",
+            "monitor",
+            "check",
+            "target",
+            unique=True,
+            sqlite_where=text("status = 'open'"),
+            postgresql_where=text("status = 'open'"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     monitor: Mapped[str] = mapped_column(String(200))
@@ -92,7 +115,11 @@ class AlertOutbox(Base):
     """A message to deliver; it stays here until a send succeeds, and is retried on later runs."""
 
     __tablename__ = "alert_outbox"
-    __table_args__ = (UniqueConstraint("dedupe_key", name="uq_alert_outbox_dedupe"),)
+    __table_args__ = (
+        UniqueConstraint("dedupe_key", name="uq_alert_outbox_dedupe"),
+        # The flush's scan: one destination's unsent messages, oldest first.
+        Index("ix_alert_outbox_unsent", "destination", "sent_at", "created_at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     dedupe_key: Mapped[str] = mapped_column(String(400))

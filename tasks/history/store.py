@@ -96,9 +96,10 @@ def record_run(
     """Write the run and one row per metric of every result (DESIGN.md result format) in one transaction.
 
     A result without metrics is stored as one row with metric `""` and a NULL value, keeping its status
-    and reason. A re-recorded (check, target) replaces its earlier rows, while results of checks absent
-    from `results` are kept. NaN and infinite values are stored as NULL; naive times are taken as UTC.
-    Any failure rolls the whole write back, so a batch is either fully recorded or not at all.
+    and reason. A re-recorded check replaces all its earlier rows of the batch (targets and metrics it
+    no longer reports are deleted), while results of checks absent from `results` are kept. NaN and
+    infinite values are stored as NULL; naive times are taken as UTC. Any failure rolls the whole write
+    back, so a batch is either fully recorded or not at all.
     """
     batch_time = as_utc(batch_time)
     now = utcnow()
@@ -162,19 +163,22 @@ def _upsert_results(conn: Connection, rows: list[dict[str, Any]]) -> int:
 
 
 def _delete_stale(conn: Connection, monitor: str, batch_id: str, rows: list[dict[str, Any]]) -> None:
-    """Delete stored metrics of the re-recorded (check, target) pairs that the new results no longer have.
+    """Delete the stored metrics of the re-recorded checks that the new results no longer have.
 
-    A result replaces its earlier version as a whole: an `error` row left from a failed attempt, or a
-    metric the check stopped reporting, must not linger next to the new values.
+    A check's results for a batch replace its earlier ones as a whole: an `error` row left from a failed
+    attempt (often under another target, such as `*`), a target that disappeared or a metric the check
+    stopped reporting must not linger next to the new values. Checks absent from `rows` are untouched.
     """
     keys = {(row["check"], row["target"], row["metric"]) for row in rows}
-    pairs = {key[:2] for key in keys}
+    checks = list({key[0] for key in keys})
+    if not checks:
+        return
     stored = conn.execute(
         select(RESULTS.c.id, RESULTS.c.check, RESULTS.c.target, RESULTS.c.metric).where(
-            RESULTS.c.monitor == monitor, RESULTS.c.batch_id == batch_id
+            RESULTS.c.monitor == monitor, RESULTS.c.batch_id == batch_id, RESULTS.c.check.in_(checks)
         )
     )
-    stale = [row.id for row in stored if row[1:3] in pairs and tuple(row[1:]) not in keys]
+    stale = [row.id for row in stored if tuple(row[1:]) not in keys]
     for start in range(0, len(stale), CHUNK_SIZE):
         conn.execute(delete(RESULTS).where(RESULTS.c.id.in_(stale[start : start + CHUNK_SIZE])))
 

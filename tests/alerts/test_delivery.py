@@ -173,6 +173,18 @@ def test_console_prints_readable_text() -> None:
     assert build_sender(AlertConfig(console=False)) is None
 
 
+def test_console_defaults_to_stderr_so_stdout_stays_machine_readable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sender = build_sender(AlertConfig())
+    assert isinstance(sender, ConsoleSender)
+    sender.send({"text": "a &lt;b&gt;", "blocks": []})
+    ConsoleSender().send({"text": "c", "blocks": []})
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "a <b>\n\nc\n\n"
+
+
 def test_redaction_covers_every_secret() -> None:
     sender = SlackBotSender(token=f" {TOKEN} ", channel="#a")
     assert sender.redact(f"bad {TOKEN}!") == "bad [redacted]!"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tasks.alerts.incidents import IncidentChange, apply_incidents, graded_results
@@ -140,3 +142,37 @@ def test_change_carries_the_result_and_incident_id(engine: Engine) -> None:
         assert change.result["metrics"] == {"psi": 0.41}
     with Session(engine) as session:
         assert session.get(Incident, change.incident_id) is not None
+
+
+def test_a_resolved_condition_that_returns_opens_a_new_incident(engine: Engine) -> None:
+    assert _run(engine, "b1", [result("drift.numeric", "age", "high")]) == [
+        ("opened", "drift.numeric", "age", "high", None)
+    ]
+    assert _run(engine, "b2", [result("drift.numeric", "age", "none")])[0][0] == "resolved"
+    assert _run(engine, "b3", [result("drift.numeric", "age", "medium")]) == [
+        ("opened", "drift.numeric", "age", "medium", None)
+    ]
+    assert _run(engine, "b4", [result("drift.numeric", "age", "low")])[0][0] == "resolved"
+    assert _run(engine, "b5", [result("drift.numeric", "age", "high")])[0][0] == "opened"
+    assert [(s, o) for _, _, s, _, o, _ in _incidents(engine)] == [
+        ("resolved", "b1"),
+        ("resolved", "b3"),
+        ("open", "b5"),
+    ]
+
+
+def test_the_database_refuses_a_second_open_incident_for_a_key(engine: Engine) -> None:
+    _run(engine, "b1", [result("drift.numeric", "age", "high")])
+    duplicate = Incident(
+        monitor="m",
+        check="drift.numeric",
+        target="age",
+        status="open",
+        severity="high",
+        opened_batch="b2",
+        last_batch="b2",
+        details={},
+    )
+    with pytest.raises(IntegrityError), Session(engine) as session, session.begin():
+        session.add(duplicate)
+    assert [s for _, _, s, *_ in _incidents(engine)] == ["open"]

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tasks.alerts import AlertConfig, AlertReport, flush_outbox, process_alerts
 from tasks.alerts.delivery import SlackBotSender
-from tasks.alerts.outbox import enqueue
+from tasks.alerts.outbox import enqueue, purge_sent
 from tasks.history.models import AlertOutbox, Incident
 from tests.alerts.builders import TOKEN, result
 from tests.alerts.slack_server import Reply, SlackStandIn, closed_port_url
@@ -226,6 +228,16 @@ def test_console_destination_prints_once_per_batch(engine: Engine) -> None:
     assert stream.getvalue().count("driftline: acs") == 1
 
 
+def test_console_destination_writes_to_stderr_by_default(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _process(engine, AlertConfig(), "b1")
+    assert (report.destination, report.delivered) == ("console", 1)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("driftline: acs, batch b1: worst severity high (1 opened)\n")
+
+
 def test_no_destination_still_tracks_incidents(engine: Engine) -> None:
     report = _process(engine, AlertConfig(console=False), "b1")
     assert [c.kind for c in report.changes] == ["opened"] and report.queued == 0
@@ -239,3 +251,37 @@ def test_messages_for_a_former_destination_are_reported(engine: Engine, slack: S
     assert report.reasons == [
         "1 unsent alert(s) for slack:#ml-alerts left queued: the monitor now alerts console"
     ]
+
+
+def _queue(engine: Engine, key: str, *, created: datetime, sent: datetime | None) -> None:
+    with Session(engine) as session, session.begin():
+        session.add(
+            AlertOutbox(
+                dedupe_key=key,
+                monitor="acs",
+                batch_id=key,
+                destination="console",
+                payload={"text": key, "blocks": []},
+                created_at=created,
+                attempts=1 if sent else 0,
+                sent_at=sent,
+            )
+        )
+
+
+def test_purge_sent_deletes_only_messages_delivered_before_the_cutoff(engine: Engine) -> None:
+    now = datetime.now(UTC)
+    _queue(engine, "sent-long-ago", created=now - timedelta(days=40), sent=now - timedelta(days=31))
+    _queue(engine, "sent-late", created=now - timedelta(days=40), sent=now - timedelta(days=2))
+    _queue(engine, "sent-recently", created=now - timedelta(hours=1), sent=now - timedelta(minutes=5))
+    _queue(engine, "never-sent", created=now - timedelta(days=60), sent=None)
+    assert purge_sent(engine, timedelta(days=30)) == 1
+    assert [r.dedupe_key for r in _outbox(engine)] == ["sent-late", "sent-recently", "never-sent"]
+    assert purge_sent(engine, timedelta(days=30)) == 0
+    assert purge_sent(engine, timedelta(0)) == 2
+    assert [r.dedupe_key for r in _outbox(engine)] == ["never-sent"]
+
+
+def test_purge_sent_refuses_a_negative_age(engine: Engine) -> None:
+    with pytest.raises(ValueError, match="older_than"):
+        purge_sent(engine, timedelta(days=-1))

@@ -83,8 +83,10 @@ def test_run_exit_codes_and_history(demo_data: Path, tmp_path: Path) -> None:
     passed = runner.invoke(app, ["run", str(spec), "--batch", "2016-06", "--json"])
     assert passed.exit_code == 0, passed.output
     assert json.loads(passed.stdout)["status"] == "passed"
-    failed = runner.invoke(app, ["run", str(spec), "--batch", "2018-12", "--quiet"])
+    failed = runner.invoke(app, ["run", str(spec), "--batch", "2018-12", "--json"])
     assert failed.exit_code == EXIT_FAILED, failed.output
+    assert json.loads(failed.stdout)["status"] == "failed"  # console alerts go to stderr, not into the JSON
+    assert "driftline: acs-employment, batch 2018-12" in failed.stderr
 
     history = runner.invoke(
         app,
@@ -161,3 +163,10 @@ def test_trend_reports_sustained_drift_and_robust_outliers(tmp_path: Path) -> No
     median = np.median(previous)
     expected_z = (psi[-1] - median) / (np.median(np.abs(previous - median)) / 0.6744897501960817)
     assert outlier["batch_id"] == "b7" and outlier["robust_z"] == pytest.approx(expected_z)
+
+
+def test_history_does_not_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing.db"
+    result = runner.invoke(app, ["history", "m", "--db", f"sqlite:///{missing}"])
+    assert result.exit_code == EXIT_USAGE and "no history database" in result.stderr
+    assert not missing.exists()

@@ -11,7 +11,8 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Engine, create_engine, inspect, select, text
+from sqlalchemy.exc import IntegrityError
 
 from tasks.history.db import (
     DEFAULT_DATABASE_URL,
@@ -26,6 +27,7 @@ from tasks.history.db import (
 from tasks.history.models import Base
 
 TABLES = {"runs", "results", "incidents", "alert_outbox"}
+HEAD = "0002"
 
 
 def schema_differences(engine: Engine) -> list:
@@ -89,13 +91,89 @@ def test_unknown_driver_is_unavailable() -> None:
         open_store("nosuchdb://u:secret@host/db")
 
 
+# --- opening without creating ---------------------------------------------------------------------
+
+
+def test_read_only_open_of_a_missing_sqlite_file_creates_nothing(tmp_path) -> None:
+    path = tmp_path / "driftline.db"
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store(f"sqlite:///{path}", create=False)
+    assert str(caught.value) == f"no history database at {path} (set --db or {ENV_VAR})"
+    assert caught.value.__cause__ is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_only_open_of_a_relative_sqlite_path_names_the_file(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreUnavailable, match=r"^no history database at .*driftline\.db \(set --db"):
+        open_store(DEFAULT_DATABASE_URL, create=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_only_open_of_a_database_without_tables_fails_clearly(database_url: str) -> None:
+    other = create_engine(database_url)
+    with other.begin() as conn:
+        conn.execute(text("CREATE TABLE unrelated (id INTEGER)"))
+    other.dispose()
+    with pytest.raises(StoreUnavailable, match="has no driftline tables") as caught:
+        open_store(database_url, create=False)
+    assert "unrelated" not in str(caught.value)
+    engine = create_engine(database_url)
+    assert not TABLES & set(inspect(engine).get_table_names())  # nothing was migrated
+    engine.dispose()
+
+
+def test_read_only_open_of_a_partial_schema_names_the_missing_tables(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    engine = create_engine(url)
+    Base.metadata.tables["runs"].create(engine)
+    engine.dispose()
+    with pytest.raises(StoreUnavailable, match="lacks the driftline tables alert_outbox, incidents, results"):
+        open_store(url, create=False)
+
+
+def test_read_only_open_of_an_unreachable_postgres_hides_the_password() -> None:
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store("postgresql+psycopg://u:secret@127.0.0.1:1/x", create=False)
+    assert "u:***@127.0.0.1:1/x" in str(caught.value) and "secret" not in str(caught.value)
+
+
+def test_read_only_open_of_a_migrated_store_does_not_migrate(database_url: str) -> None:
+    open_store(database_url).dispose()
+    engine = create_engine(database_url)
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0001")
+    engine.dispose()
+    reader = open_store(database_url, create=False)
+    try:
+        assert current_revision(reader) == {"0001"}
+        with reader.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM runs")).scalar_one() == 0
+    finally:
+        reader.dispose()
+    open_store(database_url).dispose()  # the default still migrates to head
+    engine = create_engine(database_url)
+    assert current_revision(engine) == {HEAD}
+    engine.dispose()
+
+
+def test_read_only_sqlite_store_keeps_the_connection_settings(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    open_store(url).dispose()
+    engine = open_store(url, create=False)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() == 30_000
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar_one() == 1
+    engine.dispose()
+
+
 # --- migrations -----------------------------------------------------------------------------------
 
 
 def test_migrated_schema_matches_the_models(store: Engine) -> None:
     assert set(inspect(store).get_table_names()) >= TABLES
     assert schema_differences(store) == []
-    assert current_revision(store) == {"0001"}
+    assert current_revision(store) == {HEAD}
 
 
 def test_migration_round_trip(store: Engine) -> None:
@@ -105,7 +183,7 @@ def test_migration_round_trip(store: Engine) -> None:
     assert current_revision(store) == set()
     migrate(store)
     assert schema_differences(store) == []
-    assert current_revision(store) == {"0001"}
+    assert current_revision(store) == {HEAD}
 
 
 def test_opening_an_up_to_date_store_again_keeps_its_data(database_url: str) -> None:
@@ -126,6 +204,69 @@ def test_opening_an_up_to_date_store_again_keeps_its_data(database_url: str) -> 
     second.dispose()
 
 
+def insert_incident(conn, status: str, target: str = "age", updated: datetime | None = None) -> None:
+    now = updated or datetime(2024, 5, 1, tzinfo=UTC)
+    conn.execute(
+        text(
+            'INSERT INTO incidents (monitor, "check", target, status, severity, opened_batch, '
+            "last_batch, opened_at, updated_at, details) VALUES ('m', 'drift.numeric', :target, :status, "
+            "'high', 'b1', 'b1', :now, :now, '{}')"
+        ),
+        {"target": target, "status": status, "now": now},
+    )
+
+
+def test_outbox_has_an_index_for_the_unsent_scan(store: Engine) -> None:
+    # A fresh engine: SQLite's PRAGMA index_list on a connection pooled before the migration can
+    # answer from that connection's cached schema.
+    fresh = create_engine(store.url)
+    try:
+        indexes = {ix["name"]: ix for ix in inspect(fresh).get_indexes("alert_outbox")}
+    finally:
+        fresh.dispose()
+    assert indexes["ix_alert_outbox_unsent"]["column_names"] == ["destination", "sent_at", "created_at"]
+    assert not indexes["ix_alert_outbox_unsent"]["unique"]
+
+
+def test_at_most_one_open_incident_per_monitor_check_and_target(store: Engine) -> None:
+    with store.begin() as conn:
+        insert_incident(conn, "open")
+        insert_incident(conn, "resolved")
+        insert_incident(conn, "resolved")
+        insert_incident(conn, "open", target="income")
+    with pytest.raises(IntegrityError), store.begin() as conn:
+        insert_incident(conn, "open")
+    with store.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM incidents WHERE status = 'open'")).scalar_one() == 2
+
+
+def test_migrating_closes_duplicate_open_incidents_keeping_the_oldest(store: Engine) -> None:
+    with store.begin() as conn:
+        command.downgrade(alembic_config(conn), "0001")
+    first, later = datetime(2024, 5, 1, tzinfo=UTC), datetime(2024, 5, 2, tzinfo=UTC)
+    with store.begin() as conn:
+        insert_incident(conn, "open", updated=first)
+        insert_incident(conn, "open", updated=later)
+        insert_incident(conn, "open", updated=later)
+        insert_incident(conn, "open", target="income", updated=later)
+        insert_incident(conn, "resolved", updated=first)
+    migrate(store)
+    assert current_revision(store) == {HEAD}
+    incidents = Base.metadata.tables["incidents"]
+    query = select(incidents.c.id, incidents.c.target, incidents.c.status, incidents.c.resolved_at)
+    with store.connect() as conn:
+        rows = conn.execute(query.order_by(incidents.c.id)).all()
+    assert [(r.id, r.target, r.status) for r in rows] == [
+        (1, "age", "open"),
+        (2, "age", "resolved"),
+        (3, "age", "resolved"),
+        (4, "income", "open"),
+        (5, "age", "resolved"),
+    ]
+    assert [as_utc(r.resolved_at) for r in rows[1:3]] == [later, later]
+    assert rows[0].resolved_at is None and rows[4].resolved_at is None
+
+
 def open_and_close(url: str) -> set[str]:
     """Open the store (migrating it if needed) and report its revision."""
     engine = open_store(url)
@@ -143,7 +284,7 @@ def test_concurrent_first_opens_migrate_once(database_url: str, workers: str) ->
         pool = ProcessPoolExecutor(max_workers=3, mp_context=multiprocessing.get_context("spawn"))
     with pool:
         revisions = list(pool.map(open_and_close, [database_url] * 3))
-    assert revisions == [{"0001"}] * 3
+    assert revisions == [{HEAD}] * 3
 
 
 # --- SQLite settings ------------------------------------------------------------------------------

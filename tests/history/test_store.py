@@ -118,6 +118,43 @@ def test_re_recorded_result_replaces_its_old_rows_but_other_checks_stay(store: E
     assert count(store, "results", "status = 'error'") == 0
 
 
+def test_re_recorded_check_drops_targets_it_no_longer_reports(store: Engine) -> None:
+    record(store, [CheckResult.error("drift.numeric", "*", "reference missing").to_dict()])
+    record(store, [drift("AGEP", 0.3)])
+    history = read_history(store, "m")
+    assert sorted(zip(history["target"], history["metric"], strict=True)) == [
+        ("AGEP", "ks_pvalue"),
+        ("AGEP", "psi"),
+    ]
+    assert count(store, "results", "status = 'error'") == 0
+
+
+def test_re_recorded_check_replaces_all_its_targets_in_that_batch_only(store: Engine) -> None:
+    other = {**drift("x", 0.1), "check": "drift.other"}
+    record(store, [drift("age", 0.1), drift("income", 0.2), other])
+    record(store, [drift("age", 0.6)], batch_id="b2")
+    record(store, [drift("income", 0.4)])
+    with store.connect() as conn:
+        rows = conn.execute(text('SELECT batch_id, "check", target, metric, value FROM results')).all()
+    assert {(b, c, t, m): v for b, c, t, m, v in rows} == {
+        ("b1", "drift.numeric", "income", "psi"): pytest.approx(0.4),
+        ("b1", "drift.numeric", "income", "ks_pvalue"): pytest.approx(0.5),
+        ("b1", "drift.other", "x", "psi"): pytest.approx(0.1),
+        ("b1", "drift.other", "x", "ks_pvalue"): pytest.approx(0.5),
+        ("b2", "drift.numeric", "age", "psi"): pytest.approx(0.6),
+        ("b2", "drift.numeric", "age", "ks_pvalue"): pytest.approx(0.5),
+    }
+
+
+def test_re_recording_with_no_results_keeps_stored_checks(store: Engine) -> None:
+    record(store, [drift("age", 0.1)])
+    record(store, [])
+    assert stored_values(store).keys() == {
+        ("drift.numeric", "age", "psi"),
+        ("drift.numeric", "age", "ks_pvalue"),
+    }
+
+
 def test_duplicate_keys_in_one_call_keep_the_last(store: Engine) -> None:
     written = record(store, [drift("age", 0.1), drift("age", 0.7)])
     assert written.results == 2
