@@ -12,6 +12,7 @@ import sys
 import time
 
 BENCHMARKS = (
+    "bench_pipeline",
     "bench_catalog",
     "bench_drift",
     "bench_abnormal",
