@@ -220,15 +220,21 @@ CheckOption = Annotated[str | None, typer.Option("--check", help="Only this chec
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _read_history(database: str | None, monitor_name: str, **filters: Any) -> Any:
-    """The monitor's metric history as a frame; an unreachable database exits with its (masked) URL."""
+def _open_history(database: str | None) -> Any:
+    """The history database, read-only use: a missing or unreachable one exits naming its (masked) URL."""
     from tasks.history.db import StoreUnavailable, open_store, resolve_database_url
-    from tasks.history.query import read_history
 
     try:
-        engine = open_store(resolve_database_url(database), create=False)
+        return open_store(resolve_database_url(database), create=False)
     except StoreUnavailable as exc:
         _fail(str(exc))
+
+
+def _read_history(database: str | None, monitor_name: str, **filters: Any) -> Any:
+    """The monitor's metric history as a frame."""
+    from tasks.history.query import read_history
+
+    engine = _open_history(database)
     try:
         return read_history(engine, monitor_name, **filters)
     finally:
@@ -269,6 +275,56 @@ def history(
         errors.print(f"no history for monitor {monitor_name!r} with these filters")
     else:
         console.print(history_table(records, title=f"{monitor_name}: {len(records)} values"))
+
+
+@app.command()
+def runs(
+    monitor_name: Annotated[str, typer.Argument(metavar="MONITOR", help="Monitor name.")],
+    batch: Annotated[
+        str | None,
+        typer.Option("--batch", "-b", help="Show this stored batch's results ('latest' for the newest)."),
+    ] = None,
+    limit: Annotated[int, typer.Option(help="How many runs to list.")] = 20,
+    database: DatabaseOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List a monitor's recent runs, or show the stored results of one batch."""
+    from rich.table import Table
+
+    from tasks.history.query import latest_results, list_runs
+
+    engine = _open_history(database)
+    try:
+        if batch is not None:
+            results = latest_results(engine, monitor_name, None if batch == "latest" else batch)
+        else:
+            recent = list_runs(engine, monitor_name, limit=limit)
+    finally:
+        engine.dispose()
+    if batch is not None:
+        if not results:
+            _fail(f"no stored results for monitor {monitor_name!r}, batch {batch!r}")
+        if as_json:
+            _print_json(results)
+        else:
+            console.print(results_table(results, title=f"{monitor_name} · batch {batch} (stored)"))
+        return
+    if as_json:
+        _print_json(json.loads(json.dumps(recent, default=str)))
+        return
+    table = Table(title=f"{monitor_name}: {len(recent)} most recent runs", title_justify="left")
+    for name in ("batch", "batch time", "status", "worst severity", "rows", "finished"):
+        table.add_column(name)
+    for r in recent:
+        table.add_row(
+            str(r["batch_id"]),
+            str(r["batch_time"])[:19],
+            r["status"],
+            r["worst_severity"],
+            format_value(r["rows"]),
+            str(r["finished_at"] or "")[:19],
+        )
+    console.print(table)
 
 
 @app.command()

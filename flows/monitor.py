@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from prefect import flow, get_run_logger
 from prefect.futures import wait
 from prefect.runtime import flow_run
@@ -17,7 +18,7 @@ from checks.columns import Columns, infer_columns
 from checks.errors import CheckInputError
 from checks.fingerprint import frame_fingerprint
 from checks.result import CheckResult, severity_rank, worst_severity
-from flows.persist import persist_run
+from flows.persist import mark_crashed, mark_started, persist_run
 from flows.report import publish
 from flows.spec import MonitorSpec, Source, SpecError, load_spec, severity_at_least
 from tasks.model import load_model, score_frame
@@ -142,6 +143,34 @@ def run_monitor(
         len(batch.frame),
         len(reference),
     )
+    run_id = mark_started(
+        spec,
+        {
+            "monitor": spec.name,
+            "batch_id": batch.batch_id,
+            "batch_time": batch.batch_time,
+            "flow_run_id": _flow_run_id(),
+        },
+    )
+    try:
+        return _evaluate(spec, reference, batch, cache, state_dir, alerts=alerts, retrain=retrain)
+    except BaseException as exc:
+        mark_crashed(spec, run_id, exc)
+        raise
+
+
+def _evaluate(
+    spec: MonitorSpec,
+    reference: pd.DataFrame,
+    batch: Batch,
+    cache: ProfileCache,
+    state_dir: Path,
+    *,
+    alerts: bool,
+    retrain: bool,
+) -> RunSummary:
+    """Checks, storage, alerts, retraining and report for one loaded batch."""
+    logger = get_run_logger()
     try:
         columns = infer_columns(reference, spec.columns)
     except CheckInputError as exc:

@@ -150,3 +150,36 @@ def persist_run(
     except Exception as exc:
         logger.error("alerts not processed: %s: %s", type(exc).__name__, exc)
         return Persisted(stored, {"error": f"{type(exc).__name__}: {exc}"})
+
+
+def mark_started(spec: MonitorSpec, record: dict[str, Any]) -> int | None:
+    """Record the run as `running` so a crash leaves a trace; None when the database is unreachable."""
+    from tasks.history.db import open_store, resolve_database_url
+    from tasks.history.store import start_run
+
+    try:
+        engine = open_store(resolve_database_url(spec.store_url))
+        try:
+            return start_run(engine, **record)
+        finally:
+            engine.dispose()
+    except Exception as exc:
+        _logger().warning("run start not recorded: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def mark_crashed(spec: MonitorSpec, run_id: int | None, exc: BaseException) -> None:
+    """Close a run that crashed before its results were stored, keeping the reason."""
+    from tasks.history.db import open_store, resolve_database_url
+    from tasks.history.store import finish_run
+
+    if run_id is None:
+        return
+    try:
+        engine = open_store(resolve_database_url(spec.store_url))
+        try:
+            finish_run(engine, run_id, status="error", reason=f"{type(exc).__name__}: {exc}")
+        finally:
+            engine.dispose()
+    except Exception as inner:
+        _logger().warning("crashed run not recorded: %s: %s", type(inner).__name__, inner)

@@ -170,3 +170,49 @@ def test_history_does_not_create_a_database(tmp_path: Path) -> None:
     result = runner.invoke(app, ["history", "m", "--db", f"sqlite:///{missing}"])
     assert result.exit_code == EXIT_USAGE and "no history database" in result.stderr
     assert not missing.exists()
+
+
+def test_runs_lists_runs_and_shows_a_stored_batch(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from tasks.history.db import open_store
+    from tasks.history.store import record_run
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    engine = open_store(url)
+    result = {
+        "check": "drift.numeric",
+        "target": "age",
+        "status": "ok",
+        "severity": "high",
+        "metrics": {"psi": 0.42, "ks_statistic": 0.3},
+        "thresholds": {"psi": [0.1, 0.2, 0.3]},
+        "rows": 10,
+        "failing_rows": 4,
+        "model_impact": 0.1,
+        "details": {"bins": 10},
+        "reason": None,
+    }
+    for day, status in ((1, "passed"), (2, "failed")):
+        record_run(
+            engine,
+            monitor="m",
+            batch_id=f"b{day}",
+            batch_time=datetime(2024, 1, day, tzinfo=UTC),
+            results=[result],
+            status=status,
+            worst_severity="high",
+            rows=10,
+        )
+    engine.dispose()
+
+    listed = runner.invoke(app, ["runs", "m", "--db", url, "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [(r["batch_id"], r["status"]) for r in json.loads(listed.stdout)] == [
+        ("b2", "failed"),
+        ("b1", "passed"),
+    ]
+    stored = runner.invoke(app, ["runs", "m", "--batch", "b1", "--db", url, "--json"])
+    assert json.loads(stored.stdout) == [result]
+    missing = runner.invoke(app, ["runs", "m", "--batch", "b9", "--db", url])
+    assert missing.exit_code == EXIT_USAGE and "no stored results" in missing.stderr

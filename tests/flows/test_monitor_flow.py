@@ -195,3 +195,18 @@ def test_serve_registers_the_spec_schedule(demo_data: Path, tmp_path: Path) -> N
     assert stored.parameters == {"spec_path": str(spec_path.resolve())}
     [schedule] = stored.schedules
     assert (schedule.schedule.cron, schedule.schedule.timezone) == ("30 5 * * 1", "Europe/Paris")
+
+
+def test_a_crashed_run_leaves_an_error_row_naming_the_cause(demo_data: Path, tmp_path: Path) -> None:
+    from flows.monitor import monitor
+    from tasks.history.query import list_runs
+    from tasks.model import ModelError
+
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    spec = write_spec(demo_data, tmp_path, store_url=url, model="tests.tasks.nowhere:load")
+    with pytest.raises(ModelError, match=r"No module named 'tests\.tasks\.nowhere'"):
+        monitor(str(spec), "2016-06")
+    engine = open_store(url)
+    [run] = list_runs(engine, "acs-employment")
+    engine.dispose()
+    assert run["status"] == "error" and "ModelError" in run["details"]["reason"]
