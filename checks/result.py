@@ -55,6 +55,15 @@ def severity_for(value: float | None, thresholds: Sequence[float], lower_is_wors
     return SEVERITIES[len(SEVERITIES) - len(thresholds) + crossed - 1]
 
 
+def format_number(value: Any, missing: str = "–") -> str:
+    """A metric value for people: floats to 4 significant digits, None as `missing`."""
+    if value is None:
+        return missing
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def json_safe(value: Any) -> Any:
     """Convert numpy scalars/arrays and non-finite floats into plain JSON values (NaN/inf -> None)."""
     if isinstance(value, Mapping):

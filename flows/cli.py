@@ -13,7 +13,8 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from flows.render import format_value, history_table, make_console, print_summary, results_table
+from checks.result import format_number
+from flows.render import history_table, make_console, print_summary, results_table
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Continuous monitoring of deployed ML models."
@@ -321,7 +322,7 @@ def runs(
             str(r["batch_time"])[:19],
             r["status"],
             r["worst_severity"],
-            format_value(r["rows"]),
+            format_number(r["rows"]),
             str(r["finished_at"] or "")[:19],
         )
     console.print(table)
@@ -375,7 +376,9 @@ def trend(
         table.add_column(name)
     for r in outliers.itertuples():
         values = (r.value, r.baseline_median, r.robust_z)
-        table.add_row(r.check, r.target, r.metric, str(r.batch_id), *(format_value(float(v)) for v in values))
+        table.add_row(
+            r.check, r.target, r.metric, str(r.batch_id), *(format_number(float(v)) for v in values)
+        )
     console.print(table)
 
 

@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from checks.result import format_number
+
 SEVERITY_STYLE = {"none": "green", "low": "yellow", "medium": "dark_orange", "high": "bold red"}
 STATUS_STYLE = {"ok": "", "skipped": "dim", "error": "bold magenta"}
 
@@ -20,15 +22,6 @@ def make_console(stderr: bool = False) -> Console:
     return console
 
 
-def format_value(value: Any) -> str:
-    """Numbers to 4 significant digits, None as a dash."""
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def format_metrics(
     metrics: Mapping[str, Any], thresholds: Mapping[str, Any] | None = None, limit: int = 4
 ) -> str:
@@ -37,9 +30,9 @@ def format_metrics(
     names = sorted(metrics, key=lambda m: (m not in thresholds, m))[:limit]
     parts = []
     for name in names:
-        text = f"{name}={format_value(metrics[name])}"
+        text = f"{name}={format_number(metrics[name])}"
         if name in thresholds:
-            text += " [" + "/".join(format_value(t) for t in thresholds[name]) + "]"
+            text += " [" + "/".join(format_number(t) for t in thresholds[name]) + "]"
         parts.append(text)
     if len(metrics) > limit:
         parts.append(f"+{len(metrics) - limit} more")
@@ -71,8 +64,8 @@ def results_table(
             f"[{STATUS_STYLE[r['status']]}]{r['status']}" if STATUS_STYLE[r["status"]] else r["status"],
             f"[{SEVERITY_STYLE[r['severity']]}]{r['severity']}",
             format_metrics(r.get("metrics") or {}, r.get("thresholds")),
-            format_value(r.get("failing_rows")),
-            format_value(r.get("model_impact")),
+            format_number(r.get("failing_rows")),
+            format_number(r.get("model_impact")),
             (r.get("reason") or "")[:120],
         )
     return table
@@ -90,7 +83,7 @@ def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -
             r["check"],
             r["target"],
             r["metric"],
-            format_value(r["value"]),
+            format_number(r["value"]),
             f"[{SEVERITY_STYLE.get(r['severity'], '')}]{r['severity']}",
             r["status"],
         )

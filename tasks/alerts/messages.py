@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from checks.result import SEVERITIES, severity_rank, worst_severity
+from checks.result import SEVERITIES, format_number, severity_rank, worst_severity
 from tasks.alerts.incidents import IncidentChange
 
 MAX_LISTED = 10
@@ -46,18 +46,10 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def _thresholds(values: Sequence[float]) -> str:
     """Thresholds with the grade each one marks (they are aligned with the top: low, medium, high)."""
     names = SEVERITIES[len(SEVERITIES) - len(values) :]
-    return ", ".join(f"{name} {_number(v)}" for name, v in zip(names, values, strict=True))
+    return ", ".join(f"{name} {format_number(v, 'n/a')}" for name, v in zip(names, values, strict=True))
 
 
 def metric_lines(result: Mapping[str, Any]) -> list[str]:
@@ -67,11 +59,15 @@ def metric_lines(result: Mapping[str, Any]) -> list[str]:
     names = sorted(metrics, key=lambda name: name not in thresholds)[:MAX_METRICS]
     lines = []
     for name in names:
-        line = f"{name} = {_number(metrics[name])}"
+        line = f"{name} = {format_number(metrics[name], 'n/a')}"
         if thresholds.get(name):
             line += f" (thresholds: {_thresholds(thresholds[name])})"
         lines.append(line)
-    counts = [f"{label} {_number(result.get(key))}" for key, label in COUNTS if result.get(key) is not None]
+    counts = [
+        f"{label} {format_number(result.get(key), 'n/a')}"
+        for key, label in COUNTS
+        if result.get(key) is not None
+    ]
     if counts:
         lines.append(", ".join(counts))
     return lines

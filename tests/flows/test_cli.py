@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,43 @@ from scipy.stats import ks_2samp
 from typer.testing import CliRunner
 
 from checks import registry
+from checks.result import CheckResult
 from flows.cli import EXIT_FAILED, EXIT_USAGE, app
+from tasks.history.db import open_store
+from tasks.history.store import record_run
 
 runner = CliRunner()
+
+
+def drift_result(psi: float, severity: str) -> dict:
+    """A `drift.numeric` result on `age` in the stored format."""
+    return CheckResult(
+        check="drift.numeric",
+        target="age",
+        severity=severity,
+        metrics={"psi": psi},
+        thresholds={"psi": [0.1, 0.2, 0.3]},
+        rows=100,
+        failing_rows=4,
+        details={"bins": 10},
+    ).to_dict()
+
+
+def store_runs(url: str, runs: list[tuple[str, dict]]) -> None:
+    """Record one run a day from 2024-01-01, each with one result: (status, result) pairs."""
+    engine = open_store(url)
+    for day, (status, result) in enumerate(runs, start=1):
+        record_run(
+            engine,
+            monitor="m",
+            batch_id=f"b{day}",
+            batch_time=datetime(2024, 1, day, tzinfo=UTC),
+            results=[result],
+            status=status,
+            worst_severity=result["severity"],
+            rows=100,
+        )
+    engine.dispose()
 
 
 @pytest.fixture
@@ -116,40 +151,10 @@ def test_run_exit_codes_and_history(demo_data: Path, tmp_path: Path) -> None:
 
 
 def test_trend_reports_sustained_drift_and_robust_outliers(tmp_path: Path) -> None:
-    from datetime import UTC, datetime
-
-    from tasks.history.db import open_store
-    from tasks.history.store import record_run
-
     url = f"sqlite:///{tmp_path / 't.db'}"
-    engine = open_store(url)
     psi = [0.02, 0.03, 0.01, 0.02, 0.25, 0.31, 0.40]
     severities = ["none", "none", "none", "none", "medium", "high", "high"]
-    for day, (value, severity) in enumerate(zip(psi, severities, strict=True), start=1):
-        result = {
-            "check": "drift.numeric",
-            "target": "age",
-            "status": "ok",
-            "severity": severity,
-            "metrics": {"psi": value},
-            "thresholds": {"psi": [0.1, 0.2, 0.3]},
-            "rows": 100,
-            "failing_rows": None,
-            "model_impact": None,
-            "details": {},
-            "reason": None,
-        }
-        record_run(
-            engine,
-            monitor="m",
-            batch_id=f"b{day}",
-            batch_time=datetime(2024, 1, day, tzinfo=UTC),
-            results=[result],
-            status="passed",
-            worst_severity=severity,
-            rows=100,
-        )
-    engine.dispose()
+    store_runs(url, [("passed", drift_result(v, sev)) for v, sev in zip(psi, severities, strict=True)])
 
     out = runner.invoke(
         app, ["trend", "m", "--metric", "psi", "--window", "4", "--z", "1", "--db", url, "--json"]
@@ -173,38 +178,9 @@ def test_history_does_not_create_a_database(tmp_path: Path) -> None:
 
 
 def test_runs_lists_runs_and_shows_a_stored_batch(tmp_path: Path) -> None:
-    from datetime import UTC, datetime
-
-    from tasks.history.db import open_store
-    from tasks.history.store import record_run
-
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    engine = open_store(url)
-    result = {
-        "check": "drift.numeric",
-        "target": "age",
-        "status": "ok",
-        "severity": "high",
-        "metrics": {"psi": 0.42, "ks_statistic": 0.3},
-        "thresholds": {"psi": [0.1, 0.2, 0.3]},
-        "rows": 10,
-        "failing_rows": 4,
-        "model_impact": 0.1,
-        "details": {"bins": 10},
-        "reason": None,
-    }
-    for day, status in ((1, "passed"), (2, "failed")):
-        record_run(
-            engine,
-            monitor="m",
-            batch_id=f"b{day}",
-            batch_time=datetime(2024, 1, day, tzinfo=UTC),
-            results=[result],
-            status=status,
-            worst_severity="high",
-            rows=10,
-        )
-    engine.dispose()
+    result = drift_result(0.42, "high")
+    store_runs(url, [("passed", result), ("failed", result)])
 
     listed = runner.invoke(app, ["runs", "m", "--db", url, "--json"])
     assert listed.exit_code == 0, listed.output
