@@ -4,8 +4,9 @@ The data are real (ACS Massachusetts, `data/acs_employment/`). A gradient-boosti
 on half of survey year 2015; the other half is the reference snapshot. Production batches are drawn
 from 2016–2018: the first two are plain samples (the checks pass), the later ones over-sample older
 respondents more and more, the kind of population shift a change of acquisition channel causes, so
-drift and performance checks cross their thresholds. History goes to ./driftline.db, alerts to the
-console (set SLACK_BOT_TOKEN and `alerts.slack` in the spec to post them).
+drift and performance checks cross their thresholds. History goes to demo_output/driftline.db (made
+anew on every demo run), alerts to the console (set SLACK_BOT_TOKEN and `alerts.slack` in the spec to
+post them).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA_FILE = ROOT / "data" / "acs_employment" / "acs_employment_ma.parquet"
 SPEC_TEMPLATE = ROOT / "deployments" / "examples" / "acs_employment.yaml"
 OUTPUT = Path("demo_output")
+HISTORY_URL = f"sqlite:///{OUTPUT / 'driftline.db'}"
 
 LABEL = "employed"
 # (batch id, survey year, age-shift strength): sampling weight ∝ exp(strength · (age − 45) / 15).
@@ -81,6 +83,7 @@ def main() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+    os.environ["DRIFTLINE_DATABASE_URL"] = HISTORY_URL
     from flows.render import make_console, print_summary
 
     console = make_console()
@@ -99,8 +102,9 @@ def main() -> None:
         console.rule(f"batch {batch_id} (age tilt {strength})")
         print_summary(console, monitor(str(spec_path.resolve()), batch_id), show_ok=False)
     console.print(
-        f"\n[bold]done in {time.perf_counter() - started:.0f} s.[/] "
-        "Metric history: `.venv/bin/driftline history acs-employment --check drift.prediction`"
+        f"\n[bold]done in {time.perf_counter() - started:.0f} s.[/] Metric history:\n"
+        f"  .venv/bin/driftline history acs-employment --check drift.prediction --db {HISTORY_URL}\n"
+        f"  .venv/bin/driftline trend acs-employment --metric psi --db {HISTORY_URL}"
     )
 
 
