@@ -9,7 +9,9 @@ is opened, so a fresh database needs no separate setup step. Read-only callers o
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -187,10 +189,24 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     """Per-connection SQLite settings: concurrent readers with one writer, waiting writers, FK cascades."""
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT * 1000)}")
-    cursor.execute("PRAGMA journal_mode = WAL")
+    _enable_wal(cursor)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
+
+
+def _enable_wal(cursor: Any, attempts: int = 50) -> None:
+    """Switch the file to WAL. The switch needs a moment of exclusive access and SQLite reports "locked"
+    at once (no busy wait) while another connection writes, e.g. a concurrent first migration; WAL
+    persists in the file, so retry briefly and go on if another connection keeps it busy."""
+    for _ in range(attempts):
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            time.sleep(0.1)
 
 
 def _migration_engine(engine: Engine) -> Engine:
