@@ -147,10 +147,17 @@ def _format_errors(source: str, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
+# Fields the loader sets, not the YAML.
+INTERNAL_FIELDS = frozenset({"base_dir", "path"})
+
+
 def parse_spec(data: Any, source: str = "<spec>", base_dir: Path | None = None) -> MonitorSpec:
     """Validate an already-parsed YAML document; errors name `source` and each offending key."""
     if not isinstance(data, dict):
         raise SpecError(f"{source}: a monitor spec is a YAML mapping, got {type(data).__name__}")
+    internal = sorted(INTERNAL_FIELDS & set(data))
+    if internal:
+        raise SpecError(f"{source}: {internal[0]}: Extra inputs are not permitted")
     try:
         spec = MonitorSpec.model_validate({**data, "base_dir": base_dir or Path(".")})
     except ValidationError as exc:

@@ -37,6 +37,7 @@ def test_valid_spec_with_shorthand_and_relative_paths(tmp_path) -> None:
     ("text", "message"),
     [
         (VALID + "colums: {}\n", r"colums: Extra inputs are not permitted"),
+        (VALID + "base_dir: /etc\n", r"base_dir: Extra inputs are not permitted"),
         (VALID.replace("fail_on: medium", "fail_on: severe"), r"fail_on: Input should be 'none', 'low'"),
         (
             VALID.replace("- drift.numeric", "- drift.numerical"),
