@@ -8,9 +8,8 @@ from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.monitor import run_monitor
-from flows.spec import SpecError, load_spec
+from flows.spec import load_spec, past_batch_ids
 from tasks.profiles import ProfileCache
-from tasks.sources import list_batch_ids
 
 
 @flow(name="driftline-backfill", task_runner=ThreadPoolTaskRunner(max_workers=4))
@@ -23,12 +22,7 @@ def backfill(
     batches are past ones.
     """
     spec = load_spec(spec_path)
-    if batch_ids is None:
-        if spec.batches.path is None:
-            raise SpecError(f"{spec_path}: backfill over a SQL source needs explicit batch ids")
-        batch_ids = list_batch_ids(str(spec.resolve(spec.batches.path)))
-    if not batch_ids:
-        raise SpecError(f"{spec_path}: no batch matches {spec.batches.path!r}")
+    batch_ids = past_batch_ids(spec, batch_ids)
     logger = get_run_logger()
     cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
     summaries = []

@@ -176,17 +176,13 @@ def backfill(
     quiet: QuietOption = False,
 ) -> None:
     """Run a monitor over past batches, oldest first, printing each as it finishes; exit 1 if any failed."""
-    from tasks.sources import list_batch_ids
+    from flows.spec import SpecError, past_batch_ids
 
     spec = _load_spec_or_exit(spec_path)
-    if batch:
-        batch_ids = batch
-    elif spec.batches.path is not None:
-        batch_ids = list_batch_ids(str(spec.resolve(spec.batches.path)))
-    else:
-        _fail(f"{spec_path}: a SQL batch source needs the batch ids: --batch 2024-05-01 --batch ...")
-    if not batch_ids:
-        _fail(f"{spec_path}: no batch file matches {spec.batches.path!r}")
+    try:
+        batch_ids = past_batch_ids(spec, batch)
+    except SpecError as exc:
+        _fail(str(exc))
     summaries = []
     for i, batch_id in enumerate(batch_ids, 1):
         errors.print(f"[{i}/{len(batch_ids)}] batch {batch_id}", highlight=False)

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from flows.spec import MonitorSpec
 from tasks.spool import replay_spool, spool_run
 from tasks.steps import parse_record_times, record_run_task
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _logger() -> Any:
@@ -66,10 +68,9 @@ def process_run_alerts(
 ) -> dict[str, Any]:
     """Update incidents and deliver (or queue) the alert of one stored run."""
     from tasks.alerts import process_alerts
-    from tasks.history.db import open_store
+    from tasks.history.db import connected_store
 
-    engine = open_store(url)
-    try:
+    with connected_store(url) as engine:
         report = process_alerts(
             engine,
             monitor=record["monitor"],
@@ -79,9 +80,19 @@ def process_run_alerts(
             token=slack_token(spec),
             run_url=run_url,
         )
-    finally:
-        engine.dispose()
     return report.to_dict()
+
+
+def _best_effort(url: str, failure: str, action: Callable[[Any], T]) -> T | None:
+    """`action(engine)` on the history store; a failure is logged as `failure` and gives None."""
+    from tasks.history.db import connected_store
+
+    try:
+        with connected_store(url) as engine:
+            return action(engine)
+    except Exception as exc:
+        _logger().warning("%s: %s: %s", failure, type(exc).__name__, exc)
+        return None
 
 
 # Delivered alerts are kept this long (their dedupe keys stop a re-run batch from alerting twice).
@@ -91,17 +102,8 @@ DELIVERED_RETENTION = timedelta(days=90)
 def _purge_delivered(url: str, logger: Any) -> None:
     """Drop delivered outbox rows past the retention, so the outbox stays small; never fatal."""
     from tasks.alerts import purge_sent
-    from tasks.history.db import open_store
 
-    try:
-        engine = open_store(url)
-        try:
-            purged = purge_sent(engine, DELIVERED_RETENTION)
-        finally:
-            engine.dispose()
-    except Exception as exc:
-        logger.warning("delivered alerts not purged: %s: %s", type(exc).__name__, exc)
-        return
+    purged = _best_effort(url, "delivered alerts not purged", lambda e: purge_sent(e, DELIVERED_RETENTION))
     if purged:
         logger.info("purged %d delivered alert(s) older than %s", purged, DELIVERED_RETENTION)
 
@@ -154,32 +156,22 @@ def persist_run(
 
 def mark_started(spec: MonitorSpec, record: dict[str, Any]) -> int | None:
     """Record the run as `running` so a crash leaves a trace; None when the database is unreachable."""
-    from tasks.history.db import open_store, resolve_database_url
+    from tasks.history.db import resolve_database_url
     from tasks.history.store import start_run
 
-    try:
-        engine = open_store(resolve_database_url(spec.store_url))
-        try:
-            return start_run(engine, **record)
-        finally:
-            engine.dispose()
-    except Exception as exc:
-        _logger().warning("run start not recorded: %s: %s", type(exc).__name__, exc)
-        return None
+    url = resolve_database_url(spec.store_url)
+    return _best_effort(url, "run start not recorded", lambda e: start_run(e, **record))
 
 
 def mark_crashed(spec: MonitorSpec, run_id: int | None, exc: BaseException) -> None:
     """Close a run that crashed before its results were stored, keeping the reason."""
-    from tasks.history.db import open_store, resolve_database_url
+    from tasks.history.db import resolve_database_url
     from tasks.history.store import finish_run
 
     if run_id is None:
         return
-    try:
-        engine = open_store(resolve_database_url(spec.store_url))
-        try:
-            finish_run(engine, run_id, status="error", reason=f"{type(exc).__name__}: {exc}")
-        finally:
-            engine.dispose()
-    except Exception as inner:
-        _logger().warning("crashed run not recorded: %s: %s", type(inner).__name__, inner)
+    reason = f"{type(exc).__name__}: {exc}"
+    url = resolve_database_url(spec.store_url)
+    _best_effort(
+        url, "crashed run not recorded", lambda e: finish_run(e, run_id, status="error", reason=reason)
+    )

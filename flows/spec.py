@@ -199,3 +199,19 @@ def load_spec(path: str | Path) -> MonitorSpec:
 def severity_at_least(severity: str, minimum: str) -> bool:
     """True when `severity` is at or above `minimum` (and `minimum` is not "none")."""
     return minimum != "none" and severity_rank(severity) >= severity_rank(minimum)
+
+
+def past_batch_ids(spec: MonitorSpec, given: list[str] | None) -> list[str]:
+    """The batches a backfill covers: `given`, or every file the batch template matches (oldest first)."""
+    from tasks.sources import list_batch_ids
+
+    if given:
+        return list(given)
+    if spec.batches.path is None:
+        raise SpecError(
+            f"{spec.path or spec.name}: a SQL batch source needs explicit batch ids (--batch 2024-05-01)"
+        )
+    ids = list_batch_ids(str(spec.resolve(spec.batches.path)))
+    if not ids:
+        raise SpecError(f"{spec.path or spec.name}: no batch file matches {spec.batches.path!r}")
+    return ids

@@ -83,14 +83,11 @@ def evaluate_check(
 @task(name="record-run", **IO_RETRIES)
 def record_run_task(database_url: str, record: dict[str, Any]) -> dict[str, Any]:
     """Write the run and all its results in one idempotent transaction."""
-    from tasks.history.db import open_store
+    from tasks.history.db import connected_store
     from tasks.history.store import record_run
 
-    engine = open_store(database_url)
-    try:
+    with connected_store(database_url) as engine:
         written = record_run(engine, **record)
-    finally:
-        engine.dispose()
     return {"run_id": written.run_id, "results": written.results}
 
 

@@ -12,6 +12,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -90,6 +92,16 @@ def open_store(url: str, *, create: bool = True) -> Engine:
         engine.dispose()
         raise
     return engine
+
+
+@contextmanager
+def connected_store(url: str, *, create: bool = True) -> Iterator[Engine]:
+    """`open_store` for one piece of work: the engine is disposed when the block ends."""
+    engine = open_store(url, create=create)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def _missing_sqlite_file(url: str) -> Path | None:

@@ -78,3 +78,22 @@ def test_thresholds_accept_a_single_number(tmp_path) -> None:
         )
     )
     assert spec.checks[1].check_params()["thresholds"] == {"psi": [0.25]}
+
+
+def test_past_batch_ids_from_template_given_or_sql(tmp_path) -> None:
+    from flows.spec import past_batch_ids
+
+    (tmp_path / "batches").mkdir()
+    for name in ("b-10", "b-2"):
+        (tmp_path / "batches" / f"{name}.parquet").write_bytes(b"")
+    spec = load_spec(write(tmp_path, VALID))
+    assert past_batch_ids(spec, None) == ["b-2", "b-10"]
+    assert past_batch_ids(spec, ["x"]) == ["x"]
+    sql = VALID.replace(
+        'batches: {path: "batches/{batch}.parquet"}', "batches: {sql: {url: 'sqlite://', query: 'q'}}"
+    )
+    with pytest.raises(SpecError, match="a SQL batch source needs explicit batch ids"):
+        past_batch_ids(load_spec(write(tmp_path, sql)), None)
+    empty = VALID.replace("batches/{batch}.parquet", "none/{batch}.parquet")
+    with pytest.raises(SpecError, match="no batch file matches"):
+        past_batch_ids(load_spec(write(tmp_path, empty)), None)
