@@ -11,11 +11,11 @@ export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 $(BIN)/driftline: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[prefect,expectations,dev]"
 	touch $(BIN)/driftline
 
 demo: $(BIN)/driftline
-	$(BIN)/python -m flows.demo
+	$(BIN)/python -m driftline.flows.demo
 
 test: $(BIN)/driftline
 	$(BIN)/python -m pytest -q

@@ -12,6 +12,7 @@ the AUC headroom. Run: `python -m benchmarks.attribution_evidence`.
 from __future__ import annotations
 
 import argparse
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +24,13 @@ from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
-from checks import registry
-from checks.attribution import example_attribution, pair_attribution
-from checks.columns import Columns
-from checks.runner import run_check
-from checks.segmentation import Segmentation, compare_models, segment
+from driftline.checks import registry
+from driftline.checks.attribution import example_attribution, pair_attribution
+from driftline.checks.columns import Columns
+from driftline.checks.runner import run_check
+from driftline.checks.segmentation import Segmentation, compare_models, segment
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "adult" / "adult.parquet"
+DATA = Path(str(resources.files("driftline.data") / "adult" / "adult.parquet"))
 LABEL, POSITIVE = "income", ">50K"
 NUMERIC = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
 CATEGORICAL = [

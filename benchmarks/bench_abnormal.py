@@ -21,8 +21,8 @@ import pandas as pd
 
 from benchmarks.measure import measure, peak_rss_mb
 from benchmarks.synthetic import make_frame
-from checks import infer_columns, registry
-from checks.columns import Columns
+from driftline.checks import infer_columns, registry
+from driftline.checks.columns import Columns
 
 NAMES = (
     "abnormal.numeric_outliers",

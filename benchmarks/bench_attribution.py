@@ -25,8 +25,8 @@ from sklearn.tree import DecisionTreeRegressor
 
 from benchmarks.measure import measure
 from benchmarks.synthetic import make_frame
-from checks.attribution import example_attribution, pair_attribution
-from checks.segmentation import segment
+from driftline.checks.attribution import example_attribution, pair_attribution
+from driftline.checks.segmentation import segment
 from tests.attribution_reference import quadratic_attribution
 
 

@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from benchmarks.measure import measure, peak_rss_mb, table
 from benchmarks.synthetic import make_frame
-from checks import infer_columns, registry, run_check
-from checks.errors import CheckInputError, NotApplicable
+from driftline.checks import infer_columns, registry, run_check
+from driftline.checks.errors import CheckInputError, NotApplicable
 
 FAMILIES = ("drift", "abnormal", "performance", "fairness", "schema")
 

@@ -17,8 +17,8 @@ from scipy import stats
 
 from benchmarks.measure import measure, peak_rss_mb
 from benchmarks.synthetic import make_frame
-from checks import infer_columns, registry
-from checks.columns import Columns
+from driftline.checks import infer_columns, registry
+from driftline.checks.columns import Columns
 
 FIRST_SET = ("drift.numeric", "drift.categorical", "drift.label", "drift.prediction", "performance.overall")
 REST = (

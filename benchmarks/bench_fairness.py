@@ -15,7 +15,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from benchmarks.measure import measure
 from benchmarks.synthetic import make_frame
-from checks import fairness as fm
+from driftline.checks import fairness as fm
 
 PROTECTED = ["cat_0", "cat_1"]  # 10 x 10 levels: up to 100 subgroups
 RATE_FUNCTIONS = {

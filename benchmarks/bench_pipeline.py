@@ -46,7 +46,7 @@ def plain_python(folder: Path) -> float:
     """Seconds to evaluate the same checks sequentially on in-memory frames, profiles fitted beforehand."""
     import pandas as pd
 
-    from checks import create, infer_columns, run_check
+    from driftline.checks import create, infer_columns, run_check
 
     reference = pd.read_parquet(folder / "reference.parquet")
     batch = pd.read_parquet(folder / "batches" / "2024-01-01.parquet")
@@ -67,7 +67,7 @@ def main() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from prefect import flow
 
-    from flows.monitor import monitor
+    from driftline.flows.monitor import monitor
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -26,8 +26,8 @@ from sklearn.metrics import (
 
 from benchmarks.measure import measure
 from benchmarks.synthetic import make_frame
-from checks import registry
-from checks.columns import Columns
+from driftline.checks import registry
+from driftline.checks.columns import Columns
 
 METRICS = (
     "subset.auc",

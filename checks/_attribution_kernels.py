@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from checks.errors import CheckInputError
-from checks.slicing import run_bounds
+from driftline.checks.errors import CheckInputError
+from driftline.checks.slicing import run_bounds
 
 MISSING_LABEL = "<missing>"
 

@@ -1,4 +1,4 @@
-"""Vectorised computations behind the fairness checks and the `checks.fairness` functions.
+"""Vectorised computations behind the fairness checks and the `driftline.checks.fairness` functions.
 
 Rows are grouped once into subgroups (one per observed combination of protected-attribute values).
 Every model metric is a function of the per-subgroup confusion counts, so one `np.bincount` gives
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from checks.errors import CheckInputError
+from driftline.checks.errors import CheckInputError
 
 DISTANCES = ("diff", "ratio")
 REDUCTIONS = ("mean", "max", None)

@@ -18,12 +18,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks.base import Check
-from checks.columns import Columns
-from checks.errors import CheckInputError, NotApplicable
-from checks.impact import model_impact
-from checks.registry import register
-from checks.result import THRESHOLD_TOLERANCE, CheckResult, worst_severity
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.impact import model_impact
+from driftline.checks.registry import register
+from driftline.checks.result import THRESHOLD_TOLERANCE, CheckResult, worst_severity
 
 FAILING_SHARE = "failing_share"
 IMPACT = "model_impact"

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks.abnormal import AbnormalCheck, Flags, below, code_flags, encode, is_text, member
-from checks.errors import CheckInputError, NotApplicable
-from checks.registry import register
+from driftline.checks.abnormal import AbnormalCheck, Flags, below, code_flags, encode, is_text, member
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.registry import register
 
 # Full-match patterns of the string kinds the unseen-value checks recognise.
 PATTERNS: dict[str, str] = {

@@ -11,11 +11,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks.abnormal import AbnormalCheck, Flags, below, column_of, encode
-from checks.columns import Columns
-from checks.errors import CheckInputError
-from checks.registry import register
-from checks.result import CheckResult, reaches
+from driftline.checks.abnormal import AbnormalCheck, Flags, below, column_of, encode
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.registry import register
+from driftline.checks.result import CheckResult, reaches
 
 Positions = Callable[[str], tuple[np.ndarray, np.ndarray]]
 

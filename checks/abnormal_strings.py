@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks.abnormal import AbnormalCheck, Flags, code_flags, is_text, member, text_values
-from checks.abnormal_categories import category_counts
-from checks.registry import register
+from driftline.checks.abnormal import AbnormalCheck, Flags, code_flags, is_text, member, text_values
+from driftline.checks.abnormal_categories import category_counts
+from driftline.checks.registry import register
 
 
 def string_vocabulary(values: pd.Series) -> pd.Series | None:

@@ -8,10 +8,10 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from checks.abnormal import AbnormalCheck, Flags, column_of
-from checks.errors import CheckInputError, NotApplicable
-from checks.registry import register
-from checks.slicing import run_bounds
+from driftline.checks.abnormal import AbnormalCheck, Flags, column_of
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.registry import register
+from driftline.checks.slicing import run_bounds
 
 
 def numeric_values(values: pd.Series, column: str, where: str) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks._attribution_kernels import (
+from driftline.checks._attribution_kernels import (
     MISSING_LABEL,
     CrossMatrix,
     auc,
@@ -23,13 +23,13 @@ from checks._attribution_kernels import (
     pair_attribution,
     slice_codes,
 )
-from checks.base import Check
-from checks.columns import Columns
-from checks.errors import CheckInputError, NotApplicable
-from checks.impact import model_impact
-from checks.registry import register
-from checks.result import CheckResult
-from checks.segmentation import ALL_DATA, Segmentation, TreeSettings, compare_models, segment
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.impact import model_impact
+from driftline.checks.registry import register
+from driftline.checks.result import CheckResult
+from driftline.checks.segmentation import ALL_DATA, Segmentation, TreeSettings, compare_models, segment
 
 __all__ = [
     "AttributionAUC",

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from checks.columns import Columns
-from checks.errors import CheckInputError
-from checks.result import CheckResult, severity_for, worst_severity
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.result import CheckResult, severity_for, worst_severity
 
 # Roles a check may declare in `needs`; the runner skips the check when one is absent.
 ROLES = frozenset(
@@ -73,7 +73,7 @@ class Check(ABC):
         """Compare one batch with the fitted profile; one result per target."""
 
     def run(self, reference: pd.DataFrame, current: pd.DataFrame, columns: Columns) -> list[CheckResult]:
-        """Fit and evaluate in one call (no caching, no error handling: see `checks.runner`)."""
+        """Fit and evaluate in one call (no caching, no error handling: see `driftline.checks.runner`)."""
         return self.evaluate(current, self.fit(reference, columns), columns)
 
     @classmethod

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from checks.errors import CheckInputError
+from driftline.checks.errors import CheckInputError
 
 DEFAULT_SMOOTHING = 1.0
 EMPTY_BIN_SHARE = 1e-6

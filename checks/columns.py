@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from checks.errors import CheckInputError
+from driftline.checks.errors import CheckInputError
 
 Task = Literal["binary", "multiclass", "regression"]
 

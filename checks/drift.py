@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks.base import Check
-from checks.binning import (
+from driftline.checks.base import Check
+from driftline.checks.binning import (
     DEFAULT_SMOOTHING,
     UNSEEN,
     CategoryCounts,
@@ -28,11 +28,11 @@ from checks.binning import (
     psi,
     value_counts,
 )
-from checks.columns import Columns, infer_task
-from checks.errors import CheckInputError, NotApplicable
-from checks.impact import model_impact
-from checks.registry import register
-from checks.result import CheckResult
+from driftline.checks.columns import Columns, infer_task
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.impact import model_impact
+from driftline.checks.registry import register
+from driftline.checks.result import CheckResult
 
 PSI_THRESHOLDS: dict[str, tuple[float, ...]] = {"psi": (0.1, 0.2, 0.3)}
 NUMERIC_TESTS = frozenset({"ks", "wasserstein"})

@@ -2,7 +2,7 @@
 
 A pair drifts when the absolute change of its dependence score between the reference and the batch
 reaches the difference threshold (0.2 by default, compared with the rounding tolerance of
-`checks.result.reaches`, so 0.7 - 0.5 counts as 0.2); for correlations the change must also be
+`driftline.checks.result.reaches`, so 0.7 - 0.5 counts as 0.2); for correlations the change must also be
 significant (Fisher z-test p-value below `p_value_threshold`, 0.05 by default). Rows where either
 column of a pair is NaN or inf are left out of that pair and counted in `details["dropped_rows"]`.
 """
@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from checks.base import Check
-from checks.binning import quantile_edges, value_counts
-from checks.columns import Columns, infer_task
-from checks.errors import CheckInputError
-from checks.registry import register
-from checks.result import CheckResult, reaches
+from driftline.checks.base import Check
+from driftline.checks.binning import quantile_edges, value_counts
+from driftline.checks.columns import Columns, infer_task
+from driftline.checks.errors import CheckInputError
+from driftline.checks.registry import register
+from driftline.checks.result import CheckResult, reaches
 
 DIFF_THRESHOLDS: dict[str, tuple[float, ...]] = {"abs_diff": (0.2,)}
 CHUNK_ROWS = 100_000

@@ -9,11 +9,11 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from checks.base import Check
-from checks.columns import Columns
-from checks.errors import CheckInputError, NotApplicable
-from checks.registry import register
-from checks.result import SEVERITIES, CheckResult
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.registry import register
+from driftline.checks.result import SEVERITIES, CheckResult
 
 # GX data contexts are not thread-safe; checks of a run share one lock.
 _GX_LOCK = threading.Lock()

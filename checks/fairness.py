@@ -29,13 +29,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks import _fairness_core as core
-from checks.base import Check
-from checks.columns import Columns
-from checks.errors import CheckInputError, NotApplicable
-from checks.impact import model_impact
-from checks.registry import register
-from checks.result import CheckResult, reaches
+from driftline.checks import _fairness_core as core
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.impact import model_impact
+from driftline.checks.registry import register
+from driftline.checks.result import CheckResult, reaches
 
 __all__ = [
     "ConsistencyScorer",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from checks.columns import Columns
+from driftline.checks.columns import Columns
 
 
 def _predicted_labels(frame: pd.DataFrame, columns: Columns) -> np.ndarray | None:

@@ -14,13 +14,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks._attribution_kernels import binary_auc
-from checks.base import Check
-from checks.columns import Columns, infer_task
-from checks.errors import CheckInputError, NotApplicable
-from checks.registry import register
-from checks.result import CheckResult
-from checks.subset import macro_from_counts
+from driftline.checks._attribution_kernels import binary_auc
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns, infer_task
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.registry import register
+from driftline.checks.result import CheckResult
+from driftline.checks.subset import macro_from_counts
 
 # --- metric kernels -----------------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
-from checks.base import Check
-from checks.errors import CheckInputError
+from driftline.checks.base import Check
+from driftline.checks.errors import CheckInputError
 
 _REGISTRY: dict[str, type[Check]] = {}
 _LOADED = False
@@ -34,11 +34,11 @@ def load_catalog() -> None:
     global _LOADED
     if _LOADED:
         return
-    import checks
+    from driftline import checks
 
     for info in pkgutil.iter_modules(checks.__path__):
         if info.name not in _INFRASTRUCTURE and not info.name.startswith("_"):
-            importlib.import_module(f"checks.{info.name}")
+            importlib.import_module(f"driftline.checks.{info.name}")
     _LOADED = True
 
 

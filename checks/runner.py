@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from checks.base import Check
-from checks.columns import Columns
-from checks.errors import CheckInputError, NotApplicable
-from checks.result import CheckResult
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.result import CheckResult
 
 log = logging.getLogger(__name__)
 

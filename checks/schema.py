@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from checks.base import Check
-from checks.columns import Columns
-from checks.registry import register
-from checks.result import CheckResult, worst_severity
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.registry import register
+from driftline.checks.result import CheckResult, worst_severity
 
 
 def value_kind(series: pd.Series) -> str:

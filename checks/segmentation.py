@@ -24,8 +24,8 @@ import pandas as pd
 from scipy import stats
 from sklearn.tree import DecisionTreeRegressor
 
-from checks._attribution_kernels import MISSING_LABEL, auc, example_attribution
-from checks.errors import CheckInputError
+from driftline.checks._attribution_kernels import MISSING_LABEL, auc, example_attribution
+from driftline.checks.errors import CheckInputError
 
 ALL_DATA = "all data"
 FLOAT32_MAX = float(np.finfo(np.float32).max)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from checks.errors import CheckInputError
+from driftline.checks.errors import CheckInputError
 
 MISSING = "(missing)"
 OTHER = "(other)"

@@ -27,13 +27,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from checks.base import Check
-from checks.columns import Columns
-from checks.errors import CheckInputError, NotApplicable
-from checks.impact import model_impact
-from checks.registry import register
-from checks.result import CheckResult
-from checks.slicing import (
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.impact import model_impact
+from driftline.checks.registry import register
+from driftline.checks.result import CheckResult
+from driftline.checks.slicing import (
     apply_slices,
     bootstrap_se,
     divide,

@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from checks.columns import Columns
-from checks.errors import CheckInputError
-from checks.registry import register
-from checks.slicing import (
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.registry import register
+from driftline.checks.slicing import (
     divide,
     group_sum,
     grouped_moments,
@@ -28,7 +28,7 @@ from checks.slicing import (
     tie_runs,
     within_group_ranks,
 )
-from checks.subset import (
+from driftline.checks.subset import (
     Prepared,
     SubsetCheck,
     SubsetValues,

@@ -7,9 +7,9 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.monitor import run_monitor
-from flows.spec import load_spec, past_batch_ids
-from tasks.profiles import ProfileCache
+from driftline.flows.monitor import run_monitor
+from driftline.flows.spec import load_spec, past_batch_ids
+from driftline.tasks.profiles import ProfileCache
 
 
 @flow(name="driftline-backfill", task_runner=ThreadPoolTaskRunner(max_workers=4))

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from checks.result import format_number
-from flows.render import history_table, make_console, print_summary, results_table
+from driftline.checks.result import format_number
+from driftline.flows.render import history_table, make_console, print_summary, results_table
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Continuous monitoring of deployed ML models."
@@ -55,7 +55,7 @@ def list_checks(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
     """List the check catalog: name, family, what it needs, default thresholds."""
     from rich.table import Table
 
-    from checks import registry
+    from driftline.checks import registry
 
     entries = [registry.describe(n) for n in registry.names()]
     if as_json:
@@ -84,11 +84,11 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Run one check on two files, without Prefect, and print its results."""
-    from checks import registry
-    from checks.columns import LIST_ROLES, SINGLE_ROLES, infer_columns
-    from checks.errors import CheckInputError
-    from checks.runner import run_check
-    from tasks.sources import SourceError, read_table
+    from driftline.checks import registry
+    from driftline.checks.columns import LIST_ROLES, SINGLE_ROLES, infer_columns
+    from driftline.checks.errors import CheckInputError
+    from driftline.checks.runner import run_check
+    from driftline.tasks.sources import SourceError, read_table
 
     params = _parse_params(param or [])
     roles = {k: params.pop(k) for k in list(params) if k in (*SINGLE_ROLES, *LIST_ROLES, "task")}
@@ -106,7 +106,7 @@ def evaluate(
 
 
 def _load_spec_or_exit(spec_path: Path) -> Any:
-    from flows.spec import SpecError, load_spec
+    from driftline.flows.spec import SpecError, load_spec
 
     try:
         return load_spec(spec_path)
@@ -119,10 +119,10 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Show only resu
 
 def _run_monitor_flow(spec_path: Path, batch: str | None, **flags: bool) -> dict[str, Any]:
     """One monitor flow run; bad input exits 2, an unexpected failure exits 3 (never 1, which means drift)."""
-    from flows.monitor import monitor
-    from flows.spec import SpecError
-    from tasks.model import ModelError
-    from tasks.sources import SourceError
+    from driftline.flows.monitor import monitor
+    from driftline.flows.spec import SpecError
+    from driftline.tasks.model import ModelError
+    from driftline.tasks.sources import SourceError
 
     try:
         return monitor(str(spec_path.resolve()), batch, **flags)
@@ -176,7 +176,7 @@ def backfill(
     quiet: QuietOption = False,
 ) -> None:
     """Run a monitor over past batches, oldest first, printing each as it finishes; exit 1 if any failed."""
-    from flows.spec import SpecError, past_batch_ids
+    from driftline.flows.spec import SpecError, past_batch_ids
 
     spec = _load_spec_or_exit(spec_path)
     try:
@@ -201,7 +201,7 @@ def serve(spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML).")
     spec = _load_spec_or_exit(spec_path)
     from prefect import serve as prefect_serve
 
-    from flows.monitor import monitor_deployment
+    from driftline.flows.monitor import monitor_deployment
 
     console.print(
         f"serving {spec.name} on cron {spec.schedule.cron!r} ({spec.schedule.timezone}); Ctrl-C stops"
@@ -219,7 +219,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 def _open_history(database: str | None) -> Any:
     """The history database, read-only use: a missing or unreachable one exits naming its (masked) URL."""
-    from tasks.history.db import StoreUnavailable, open_store, resolve_database_url
+    from driftline.tasks.history.db import StoreUnavailable, open_store, resolve_database_url
 
     try:
         return open_store(resolve_database_url(database), create=False)
@@ -229,7 +229,7 @@ def _open_history(database: str | None) -> Any:
 
 def _read_history(database: str | None, monitor_name: str, **filters: Any) -> Any:
     """The monitor's metric history as a frame."""
-    from tasks.history.query import read_history
+    from driftline.tasks.history.query import read_history
 
     engine = _open_history(database)
     try:
@@ -288,7 +288,7 @@ def runs(
     """List a monitor's recent runs, or show the stored results of one batch."""
     from rich.table import Table
 
-    from tasks.history.query import latest_results, list_runs
+    from driftline.tasks.history.query import latest_results, list_runs
 
     engine = _open_history(database)
     try:
@@ -339,7 +339,7 @@ def trend(
     """Sustained drift (a severity held for several runs) and values far from their rolling baseline."""
     from rich.table import Table
 
-    from tasks.history.trend import latest_zscores, sustained_drift
+    from driftline.tasks.history.trend import latest_zscores, sustained_drift
 
     frame = _read_history(database, monitor_name, check=check, metric=metric)
     if frame.empty:

@@ -1,12 +1,12 @@
 """`make demo`: monitor an employment classifier over census batches whose population ages.
 
-The data are real (ACS Massachusetts, `data/acs_employment/`). A gradient-boosting model is trained
-on half of survey year 2015; the other half is the reference snapshot. Production batches are drawn
-from 2016–2018: the first two are plain samples (the checks pass), the later ones over-sample older
-respondents more and more, the kind of population shift a change of acquisition channel causes, so
-drift and performance checks cross their thresholds. History goes to demo_output/driftline.db (made
-anew on every demo run), alerts to the console (set SLACK_BOT_TOKEN and `alerts.slack` in the spec to
-post them).
+The data are real (ACS Massachusetts, the package data `driftline.data`: `data/acs_employment/` in
+the repository). A gradient-boosting model is trained on half of survey year 2015; the other half is
+the reference snapshot. Production batches are drawn from 2016–2018: the first two are plain samples
+(the checks pass), the later ones over-sample older respondents more and more, the kind of
+population shift a change of acquisition channel causes, so drift and performance checks cross
+their thresholds. History goes to demo_output/driftline.db (made anew on every demo run), alerts to
+the console (set SLACK_BOT_TOKEN and `alerts.slack` in the spec to post them).
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA_FILE = ROOT / "data" / "acs_employment" / "acs_employment_ma.parquet"
-SPEC_TEMPLATE = ROOT / "deployments" / "examples" / "acs_employment.yaml"
+DEMO_DATA = resources.files("driftline.data") / "acs_employment"
+DATA_FILE = DEMO_DATA / "acs_employment_ma.parquet"
+SPEC_TEMPLATE = DEMO_DATA / "monitor.yaml"
 OUTPUT = Path("demo_output")
 HISTORY_URL = f"sqlite:///{OUTPUT / 'driftline.db'}"
 
@@ -61,7 +62,8 @@ def aged_sample(frame: pd.DataFrame, strength: float, rng: np.random.Generator) 
 
 def build_demo_data(output: Path) -> Path:
     """Write the reference, the batches and the monitor spec under `output`; returns the spec path."""
-    data = pd.read_parquet(DATA_FILE)
+    with resources.as_file(DATA_FILE) as data_file:
+        data = pd.read_parquet(data_file)
     features = [c for c in data.columns if c not in ("id", LABEL, "year")]
     base = data[data["year"] == 2015].sample(frac=1.0, random_state=0)
     train, reference = base.iloc[: len(base) // 2], base.iloc[len(base) // 2 :]
@@ -74,7 +76,7 @@ def build_demo_data(output: Path) -> Path:
         sample = aged_sample(data[data["year"] == year].drop(columns="year"), strength, rng)
         scored(model, sample, features).to_parquet(output / "data" / "batches" / f"{batch_id}.parquet")
     spec_path = output / "monitor.yaml"
-    shutil.copyfile(SPEC_TEMPLATE, spec_path)
+    spec_path.write_text(SPEC_TEMPLATE.read_text())
     return spec_path
 
 
@@ -84,7 +86,7 @@ def main() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
     os.environ["DRIFTLINE_DATABASE_URL"] = HISTORY_URL
-    from flows.render import make_console, print_summary
+    from driftline.flows.render import make_console, print_summary
 
     console = make_console()
     started = time.perf_counter()
@@ -96,7 +98,7 @@ def main() -> None:
     )
     console.print("starting a local Prefect server for the flow runs (about 15 s) ...")
 
-    from flows.monitor import monitor
+    from driftline.flows.monitor import monitor
 
     for batch_id, _, strength in BATCHES:
         console.rule(f"batch {batch_id} (age tilt {strength})")

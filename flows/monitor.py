@@ -13,18 +13,18 @@ from prefect.futures import wait
 from prefect.runtime import flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from checks import registry
-from checks.columns import Columns, infer_columns
-from checks.errors import CheckInputError
-from checks.fingerprint import frame_fingerprint
-from checks.result import CheckResult, severity_rank, worst_severity
-from flows.persist import mark_crashed, mark_started, persist_run
-from flows.report import publish
-from flows.spec import MonitorSpec, Source, SpecError, load_spec, severity_at_least
-from tasks.model import load_model, score_frame
-from tasks.profiles import ProfileCache
-from tasks.sources import Batch
-from tasks.steps import evaluate_check, load_batch, load_reference
+from driftline.checks import registry
+from driftline.checks.columns import Columns, infer_columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.fingerprint import frame_fingerprint
+from driftline.checks.result import CheckResult, severity_rank, worst_severity
+from driftline.flows.persist import mark_crashed, mark_started, persist_run
+from driftline.flows.report import publish
+from driftline.flows.spec import MonitorSpec, Source, SpecError, load_spec, severity_at_least
+from driftline.tasks.model import load_model, score_frame
+from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.sources import Batch
+from driftline.tasks.steps import evaluate_check, load_batch, load_reference
 
 SCHEMA_CHECK = "schema.columns"
 
@@ -216,7 +216,7 @@ def _evaluate(
 
 def _retrain(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> dict[str, Any]:
     """Start the retraining deployment and/or emit the failure event (once per batch and reference)."""
-    from tasks.retrain import trigger_retraining
+    from driftline.tasks.retrain import trigger_retraining
 
     retrain = spec.retrain
     assert retrain is not None

@@ -15,9 +15,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from flows.spec import MonitorSpec
-from tasks.spool import replay_spool, spool_run
-from tasks.steps import parse_record_times, record_run_task
+from driftline.flows.spec import MonitorSpec
+from driftline.tasks.spool import replay_spool, spool_run
+from driftline.tasks.steps import parse_record_times, record_run_task
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -67,8 +67,8 @@ def process_run_alerts(
     url: str, spec: MonitorSpec, record: dict[str, Any], run_url: str | None
 ) -> dict[str, Any]:
     """Update incidents and deliver (or queue) the alert of one stored run."""
-    from tasks.alerts import process_alerts
-    from tasks.history.db import connected_store
+    from driftline.tasks.alerts import process_alerts
+    from driftline.tasks.history.db import connected_store
 
     with connected_store(url) as engine:
         report = process_alerts(
@@ -85,7 +85,7 @@ def process_run_alerts(
 
 def _best_effort(url: str, failure: str, action: Callable[[Any], T]) -> T | None:
     """`action(engine)` on the history store; a failure is logged as `failure` and gives None."""
-    from tasks.history.db import connected_store
+    from driftline.tasks.history.db import connected_store
 
     try:
         with connected_store(url) as engine:
@@ -101,7 +101,7 @@ DELIVERED_RETENTION = timedelta(days=90)
 
 def _purge_delivered(url: str, logger: Any) -> None:
     """Drop delivered outbox rows past the retention, so the outbox stays small; never fatal."""
-    from tasks.alerts import purge_sent
+    from driftline.tasks.alerts import purge_sent
 
     purged = _best_effort(url, "delivered alerts not purged", lambda e: purge_sent(e, DELIVERED_RETENTION))
     if purged:
@@ -118,7 +118,7 @@ def persist_run(
     """
     from sqlalchemy.exc import DBAPIError
 
-    from tasks.history.db import StoreUnavailable, resolve_database_url
+    from driftline.tasks.history.db import StoreUnavailable, resolve_database_url
 
     url = resolve_database_url(spec.store_url)
     logger = _logger()
@@ -156,8 +156,8 @@ def persist_run(
 
 def mark_started(spec: MonitorSpec, record: dict[str, Any]) -> int | None:
     """Record the run as `running` so a crash leaves a trace; None when the database is unreachable."""
-    from tasks.history.db import resolve_database_url
-    from tasks.history.store import start_run
+    from driftline.tasks.history.db import resolve_database_url
+    from driftline.tasks.history.store import start_run
 
     url = resolve_database_url(spec.store_url)
     return _best_effort(url, "run start not recorded", lambda e: start_run(e, **record))
@@ -165,8 +165,8 @@ def mark_started(spec: MonitorSpec, record: dict[str, Any]) -> int | None:
 
 def mark_crashed(spec: MonitorSpec, run_id: int | None, exc: BaseException) -> None:
     """Close a run that crashed before its results were stored, keeping the reason."""
-    from tasks.history.db import resolve_database_url
-    from tasks.history.store import finish_run
+    from driftline.tasks.history.db import resolve_database_url
+    from driftline.tasks.history.store import finish_run
 
     if run_id is None:
         return

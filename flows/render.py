@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from checks.result import format_number
+from driftline.checks.result import format_number
 
 SEVERITY_STYLE = {"none": "green", "low": "yellow", "medium": "dark_orange", "high": "bold red"}
 STATUS_STYLE = {"ok": "", "skipped": "dim", "error": "bold magenta"}

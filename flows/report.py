@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flows.render import format_metrics
+from driftline.flows.render import format_metrics
 
 # Result details that carry a figure, and the function that draws it.
 FIGURES = {"tree": "segment_tree_png", "matrix": "cross_matrix_png"}
@@ -37,7 +37,7 @@ def result_rows(results: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def write_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Path]:
     """PNG files of every result that carries a segmentation tree or a pair cross matrix."""
-    from tasks import attribution_plots
+    from driftline.tasks import attribution_plots
 
     paths = []
     for r in results:

@@ -15,9 +15,9 @@ from typing import Any
 import pandas as pd
 from prefect import flow, get_run_logger
 
-from checks.columns import infer_columns
-from flows.spec import SpecError, load_spec
-from tasks.sources import load_file_batch, read_table
+from driftline.checks.columns import infer_columns
+from driftline.flows.spec import SpecError, load_spec
+from driftline.tasks.sources import load_file_batch, read_table
 
 
 @flow(name="driftline-retrain")

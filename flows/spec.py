@@ -8,8 +8,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from checks.result import severity_rank
-from tasks.alerts.config import AlertConfig
+from driftline.checks.result import severity_rank
+from driftline.tasks.alerts.config import AlertConfig
 
 Severity = Literal["none", "low", "medium", "high"]
 
@@ -55,7 +55,7 @@ class CheckSpec(Strict):
     features: list[str] | None = None
 
     def check_params(self) -> dict[str, Any]:
-        """Parameters for `checks.registry.create`, thresholds and feature list included."""
+        """Parameters for `driftline.checks.registry.create`, thresholds and feature list included."""
         params = dict(self.params)
         if self.thresholds:
             params["thresholds"] = {k: v if isinstance(v, list) else [v] for k, v in self.thresholds.items()}
@@ -168,8 +168,8 @@ def parse_spec(data: Any, source: str = "<spec>", base_dir: Path | None = None) 
 
 def _validate_checks(spec: MonitorSpec, source: str) -> None:
     """Instantiate every check once so an unknown name or parameter fails at load time."""
-    from checks import registry
-    from checks.errors import CheckInputError
+    from driftline.checks import registry
+    from driftline.checks.errors import CheckInputError
 
     for i, entry in enumerate(spec.checks):
         try:
@@ -203,7 +203,7 @@ def severity_at_least(severity: str, minimum: str) -> bool:
 
 def past_batch_ids(spec: MonitorSpec, given: list[str] | None) -> list[str]:
     """The batches a backfill covers: `given`, or every file the batch template matches (oldest first)."""
-    from tasks.sources import list_batch_ids
+    from driftline.tasks.sources import list_batch_ids
 
     if given:
         return list(given)

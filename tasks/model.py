@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from checks.columns import Columns
+from driftline.checks.columns import Columns
 
 
 class ModelError(ValueError):

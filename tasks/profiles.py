@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from checks.base import Check
-from checks.columns import Columns
-from checks.fingerprint import config_fingerprint
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.fingerprint import config_fingerprint
 
 log = logging.getLogger(__name__)
 

@@ -10,18 +10,18 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from checks.base import Check
-from checks.columns import Columns
-from checks.runner import run_check
-from tasks.profiles import ProfileCache
-from tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.runner import run_check
+from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
 
 
 def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
     """Retry I/O that may recover (a database or file system away for a moment), not bad input."""
     from sqlalchemy.exc import DBAPIError
 
-    from tasks.history.db import StoreUnavailable
+    from driftline.tasks.history.db import StoreUnavailable
 
     try:
         state.result()
@@ -83,8 +83,8 @@ def evaluate_check(
 @task(name="record-run", **IO_RETRIES)
 def record_run_task(database_url: str, record: dict[str, Any]) -> dict[str, Any]:
     """Write the run and all its results in one idempotent transaction."""
-    from tasks.history.db import connected_store
-    from tasks.history.store import record_run
+    from driftline.tasks.history.db import connected_store
+    from driftline.tasks.history.store import record_run
 
     with connected_store(database_url) as engine:
         written = record_run(engine, **record)

@@ -4,8 +4,8 @@ Every message goes through the `alert_outbox` table before it is sent, so an ale
 now is delivered by a later run.
 """
 
-from tasks.alerts.config import AlertConfig, SlackConfig
-from tasks.alerts.delivery import (
+from driftline.tasks.alerts.config import AlertConfig, SlackConfig
+from driftline.tasks.alerts.delivery import (
     ConsoleSender,
     DeliveryError,
     Sender,
@@ -13,10 +13,10 @@ from tasks.alerts.delivery import (
     SlackWebhookSender,
     build_sender,
 )
-from tasks.alerts.incidents import IncidentChange, apply_incidents
-from tasks.alerts.messages import build_message
-from tasks.alerts.outbox import FlushResult, enqueue, flush_outbox, purge_sent
-from tasks.alerts.process import AlertReport, process_alerts
+from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents
+from driftline.tasks.alerts.messages import build_message
+from driftline.tasks.alerts.outbox import FlushResult, enqueue, flush_outbox, purge_sent
+from driftline.tasks.alerts.process import AlertReport, process_alerts
 
 __all__ = [
     "AlertConfig",

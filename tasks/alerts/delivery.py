@@ -26,8 +26,8 @@ from slack_sdk.http_retry.builtin_handlers import (
 from slack_sdk.http_retry.handler import RetryHandler
 from slack_sdk.webhook import WebhookClient
 
-from tasks.alerts.config import CONSOLE_DESTINATION, WEBHOOK_DESTINATION, AlertConfig, SlackConfig
-from tasks.alerts.messages import clip, unescape
+from driftline.tasks.alerts.config import CONSOLE_DESTINATION, WEBHOOK_DESTINATION, AlertConfig, SlackConfig
+from driftline.tasks.alerts.messages import clip, unescape
 
 SLACK_API_URL = "https://slack.com/api/"
 TIMEOUT_SECONDS = 10
@@ -77,7 +77,7 @@ NETWORK_ERRORS = (OSError, http.client.HTTPException, SlackClientError, ValueErr
 
 # slack-sdk's webhook client logs the full URL, a secret, at debug and info levels: keep its logger
 # to warnings, whatever the application's logging level.
-WEBHOOK_LOGGER = logging.getLogger("tasks.alerts.webhook")
+WEBHOOK_LOGGER = logging.getLogger("driftline.tasks.alerts.webhook")
 WEBHOOK_LOGGER.setLevel(logging.WARNING)
 
 

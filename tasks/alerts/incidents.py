@@ -14,8 +14,8 @@ from typing import Any, Literal
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from checks.result import severity_rank
-from tasks.history.models import Incident, utcnow
+from driftline.checks.result import severity_rank
+from driftline.tasks.history.models import Incident, utcnow
 
 ChangeKind = Literal["opened", "escalated", "resolved"]
 Key = tuple[str, str]

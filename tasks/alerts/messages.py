@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from checks.result import SEVERITIES, format_number, severity_rank, worst_severity
-from tasks.alerts.incidents import IncidentChange
+from driftline.checks.result import SEVERITIES, format_number, severity_rank, worst_severity
+from driftline.tasks.alerts.incidents import IncidentChange
 
 MAX_LISTED = 10
 COUNTS = (("rows", "rows"), ("failing_rows", "failing rows"), ("model_impact", "model impact"))

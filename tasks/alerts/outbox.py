@@ -21,10 +21,10 @@ from sqlalchemy import Engine, Select, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from tasks.alerts.delivery import DeliveryError, Sender
-from tasks.alerts.incidents import IncidentChange
-from tasks.alerts.messages import clip
-from tasks.history.models import AlertOutbox, utcnow
+from driftline.tasks.alerts.delivery import DeliveryError, Sender
+from driftline.tasks.alerts.incidents import IncidentChange
+from driftline.tasks.alerts.messages import clip
+from driftline.tasks.history.models import AlertOutbox, utcnow
 
 logger = logging.getLogger(__name__)
 

@@ -9,11 +9,11 @@ from typing import Any, TextIO
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from tasks.alerts.config import AlertConfig
-from tasks.alerts.delivery import build_sender
-from tasks.alerts.incidents import IncidentChange, apply_incidents
-from tasks.alerts.messages import build_message
-from tasks.alerts.outbox import dedupe_key, enqueue, flush_outbox, unsent_elsewhere
+from driftline.tasks.alerts.config import AlertConfig
+from driftline.tasks.alerts.delivery import build_sender
+from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents
+from driftline.tasks.alerts.messages import build_message
+from driftline.tasks.alerts.outbox import dedupe_key, enqueue, flush_outbox, unsent_elsewhere
 
 CHANGE_FIELDS = ("kind", "incident_id", "check", "target", "severity", "previous_severity")
 

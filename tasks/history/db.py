@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import NullPool
 
-from tasks.history.models import Base
+from driftline.tasks.history.models import Base
 
 ENV_VAR = "DRIFTLINE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///driftline.db"
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# Shipped as package data; Alembic reads it as a folder, which an installed wheel always has.
+MIGRATIONS_DIR = Path(str(resources.files("driftline.tasks") / "migrations"))
 
 # How long a SQLite writer waits for another writer's lock before failing (seconds).
 SQLITE_BUSY_TIMEOUT = 30.0

@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine, Row, Table, select
 
-from tasks.history.db import as_utc
-from tasks.history.models import ResultRow, Run
-from tasks.history.store import NO_METRIC
+from driftline.tasks.history.db import as_utc
+from driftline.tasks.history.models import ResultRow, Run
+from driftline.tasks.history.store import NO_METRIC
 
 RUNS: Table = Run.__table__  # type: ignore[assignment]
 RESULTS: Table = ResultRow.__table__  # type: ignore[assignment]

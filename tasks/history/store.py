@@ -16,9 +16,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, case, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from checks.result import CheckResult, json_safe
-from tasks.history.db import as_utc
-from tasks.history.models import ResultRow, Run, utcnow
+from driftline.checks.result import CheckResult, json_safe
+from driftline.tasks.history.db import as_utc
+from driftline.tasks.history.models import ResultRow, Run, utcnow
 
 # Metric name of the single row stored for a result without metrics (skipped or error results).
 NO_METRIC = ""

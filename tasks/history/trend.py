@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from checks.result import SEVERITIES
+from driftline.checks.result import SEVERITIES
 
 SERIES = ["check", "target", "metric"]
 RESULT = ["check", "target"]

@@ -1,19 +1,20 @@
 """Alembic environment of the history store.
 
-Run programmatically by `tasks.history.db`: the caller opens the connection (and its transaction) and
-passes it in `config.attributes["connection"]`, so no `alembic.ini` and no URL is needed here.
+Run programmatically by `driftline.tasks.history.db`: the caller opens the connection (and its
+transaction) and passes it in `config.attributes["connection"]`, so no `alembic.ini` and no URL is
+needed here.
 """
 
 from __future__ import annotations
 
 from alembic import context
 
-from tasks.history.models import Base
+from driftline.tasks.history.models import Base
 
 connection = context.config.attributes.get("connection")
 if connection is None:
     raise RuntimeError(
-        "the history migrations run through tasks.history.db.open_store(url) (or migrate()), "
+        "the history migrations run through driftline.tasks.history.db.open_store(url) (or migrate()), "
         "which supplies the database connection"
     )
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, create_engine
 
-from tasks.history.models import Base
+from driftline.tasks.history.models import Base
 from tests.alerts.slack_server import SlackStandIn
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from tasks.alerts.config import AlertConfig
+from driftline.tasks.alerts.config import AlertConfig
 
 WEBHOOK = "https://hooks.slack.com/services/T0/B0/very-secret-part"
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from tasks.alerts.config import AlertConfig
-from tasks.alerts.delivery import (
+from driftline.tasks.alerts.config import AlertConfig
+from driftline.tasks.alerts.delivery import (
     ConsoleSender,
     DeliveryError,
     SlackBotSender,

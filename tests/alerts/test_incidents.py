@@ -10,8 +10,8 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tasks.alerts.incidents import IncidentChange, apply_incidents, graded_results
-from tasks.history.models import Incident
+from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents, graded_results
+from driftline.tasks.history.models import Incident
 from tests.alerts.builders import result
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tasks.alerts.incidents import IncidentChange
-from tasks.alerts.messages import build_message, metric_lines, unescape
+from driftline.tasks.alerts.incidents import IncidentChange
+from driftline.tasks.alerts.messages import build_message, metric_lines, unescape
 from tests.alerts.builders import result
 
 

@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from tasks.alerts import AlertConfig, AlertReport, flush_outbox, process_alerts
-from tasks.alerts.delivery import SlackBotSender
-from tasks.alerts.outbox import enqueue, purge_sent
-from tasks.history.models import AlertOutbox, Incident
+from driftline.tasks.alerts import AlertConfig, AlertReport, flush_outbox, process_alerts
+from driftline.tasks.alerts.delivery import SlackBotSender
+from driftline.tasks.alerts.outbox import enqueue, purge_sent
+from driftline.tasks.history.models import AlertOutbox, Incident
 from tests.alerts.builders import TOKEN, result
 from tests.alerts.slack_server import Reply, SlackStandIn, closed_port_url
 

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score
 
-from checks import registry
-from checks.abnormal import NullRate
-from checks.abnormal_values import OutOfRange
-from checks.columns import Columns, infer_columns
-from checks.result import CheckResult
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.abnormal import NullRate
+from driftline.checks.abnormal_values import OutOfRange
+from driftline.checks.columns import Columns, infer_columns
+from driftline.checks.result import CheckResult
+from driftline.checks.runner import run_check
 
 NAMES = [
     "abnormal.capitalization",

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from checks.abnormal_categories import (
+from driftline.checks.abnormal_categories import (
     RareCategories,
     UnseenCategorical,
     UnseenDomain,
@@ -14,8 +14,8 @@ from checks.abnormal_categories import (
     UnseenURL,
     rare_mask,
 )
-from checks.columns import Columns
-from checks.runner import run_check
+from driftline.checks.columns import Columns
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 COLUMNS = Columns(categorical=("c",))

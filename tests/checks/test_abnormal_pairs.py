@@ -8,9 +8,9 @@ import pytest
 from scipy.stats import chi2_contingency
 from scipy.stats.contingency import association
 
-from checks.abnormal_pairs import Inconsistencies, cramers_v, inconsistent_cells
-from checks.columns import Columns
-from checks.runner import run_check
+from driftline.checks.abnormal_pairs import Inconsistencies, cramers_v, inconsistent_cells
+from driftline.checks.columns import Columns
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 PAIR = Columns(categorical=("country", "tz"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from checks.abnormal_strings import Capitalization, EmptyString, RequiredCharacters
-from checks.columns import Columns
-from checks.runner import run_check
+from driftline.checks.abnormal_strings import Capitalization, EmptyString, RequiredCharacters
+from driftline.checks.columns import Columns
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 COLUMNS = Columns(categorical=("c",))

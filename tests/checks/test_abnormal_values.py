@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from checks.abnormal_values import NumericOutliers, OutOfRange
-from checks.columns import Columns
-from checks.runner import run_check
+from driftline.checks.abnormal_values import NumericOutliers, OutOfRange
+from driftline.checks.columns import Columns
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 COLUMNS = Columns(numeric=("x",))

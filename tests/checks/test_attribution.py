@@ -9,11 +9,11 @@ import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from checks import registry
-from checks.attribution import auc, example_attribution, pair_attribution
-from checks.columns import Columns
-from checks.errors import CheckInputError
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.attribution import auc, example_attribution, pair_attribution
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.runner import run_check
 from tests.attribution_reference import quadratic_attribution, quadratic_cross
 from tests.golden import golden_cases
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from checks import registry
-from checks.columns import Columns
-from checks.runner import run_check
-from tasks.attribution_plots import cross_matrix_png, segment_tree_png
+from driftline.checks import registry
+from driftline.checks.columns import Columns
+from driftline.checks.runner import run_check
+from driftline.tasks.attribution_plots import cross_matrix_png, segment_tree_png
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 COLUMNS = Columns(label="label", score="score", numeric=("age",), categorical=("grade",))

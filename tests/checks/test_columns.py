@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from checks.columns import infer_columns, infer_task
-from checks.errors import CheckInputError
+from driftline.checks.columns import infer_columns, infer_task
+from driftline.checks.errors import CheckInputError
 
 
 def frame() -> pd.DataFrame:

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from checks import registry
-from checks.columns import Columns
-from checks.result import SEVERITIES, STATUSES
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.columns import Columns
+from driftline.checks.result import SEVERITIES, STATUSES
+from driftline.checks.runner import run_check
 
 COLUMNS = Columns(
     id="id",

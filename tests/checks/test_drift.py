@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from checks import registry
-from checks.binning import CategoryCounts, NumericSketch, psi
-from checks.columns import Columns, infer_columns
-from checks.errors import CheckInputError
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.binning import CategoryCounts, NumericSketch, psi
+from driftline.checks.columns import Columns, infer_columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 RNG_SEED = 7

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from sklearn.metrics import mutual_info_score
 
-from checks import registry
-from checks.columns import Columns
-from checks.drift_relations import dependence_drifted, fisher_z_pvalue, pairwise_correlation
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.columns import Columns
+from driftline.checks.drift_relations import dependence_drifted, fisher_z_pvalue, pairwise_correlation
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 RNG_SEED = 11

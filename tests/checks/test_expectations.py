@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from checks import create
-from checks.columns import infer_columns
-from checks.errors import CheckInputError
-from checks.runner import run_check
+from driftline.checks import create
+from driftline.checks.columns import infer_columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.runner import run_check
 
 FRAME = pd.DataFrame({"age": [25.0, np.nan, 140.0, 33.0, -1.0], "city": ["a", "b", "b", None, "c"]})
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
-from checks import fairness as fm
-from checks.errors import CheckInputError
+from driftline.checks import fairness as fm
+from driftline.checks.errors import CheckInputError
 from tests.golden import golden_cases
 
 GOLDEN = golden_cases("guardian_model_metric_doc")

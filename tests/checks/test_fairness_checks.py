@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from checks import registry
-from checks.columns import Columns
-from checks.errors import CheckInputError
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 NAMES = {

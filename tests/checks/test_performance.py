@@ -8,10 +8,10 @@ import pytest
 from sklearn import metrics as skm
 from sklearn.calibration import calibration_curve
 
-from checks import registry
-from checks.columns import Columns
-from checks.performance import CalibrationBins
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.columns import Columns
+from driftline.checks.performance import CalibrationBins
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 RNG_SEED = 5
@@ -231,7 +231,7 @@ def test_calibration_rejects_scores_outside_unit_interval():
 def test_log_loss_with_an_all_zero_score_row_stays_finite() -> None:
     from sklearn.metrics import log_loss as sk_log_loss
 
-    from checks.performance import log_loss
+    from driftline.checks.performance import log_loss
 
     scores = np.array([[0.2, 0.8], [0.0, 0.0], [0.9, 0.1]])
     truth = np.array([1, 0, 0])

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from checks.result import CheckResult, reaches, severity_for, worst_severity
+from driftline.checks.result import CheckResult, reaches, severity_for, worst_severity
 from tests.golden import golden_cases
 
 

@@ -8,12 +8,12 @@ from typing import ClassVar
 import pandas as pd
 import pytest
 
-from checks import registry
-from checks.base import Check
-from checks.columns import Columns, infer_columns
-from checks.errors import CheckInputError, NotApplicable
-from checks.runner import run_check
-from checks.schema import SchemaCheck
+from driftline.checks import registry
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns, infer_columns
+from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.runner import run_check
+from driftline.checks.schema import SchemaCheck
 
 
 @dataclass(kw_only=True)

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from checks.errors import CheckInputError
-from checks.segmentation import compare_models, segment, two_sample_ttest
+from driftline.checks.errors import CheckInputError
+from driftline.checks.segmentation import compare_models, segment, two_sample_ttest
 from tests.golden import golden_cases
 
 RELATIONSHIPS = ["Husband", "Wife", "Own-child", "Unmarried", "Not-in-family"]

@@ -20,11 +20,11 @@ from sklearn.metrics import (
     root_mean_squared_error,
 )
 
-from checks import registry
-from checks.columns import Columns
-from checks.errors import CheckInputError
-from checks.result import CheckResult
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.columns import Columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.result import CheckResult
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 BINARY_NAMES = {
@@ -496,8 +496,8 @@ def test_task_mismatch_is_skipped(binary_frames) -> None:
 
 
 def test_whole_number_predictions_are_classes_not_scores() -> None:
-    from checks.columns import Columns
-    from checks.subset import predicted_positive
+    from driftline.checks.columns import Columns
+    from driftline.checks.subset import predicted_positive
 
     frame = pd.DataFrame({"pred": [1, 2, 2, 1], "proba": [0.2, 0.7, 0.5, 0.9]})
     positive, present = predicted_positive(frame, Columns(prediction="pred"), positive_label=2, threshold=0.5)

@@ -10,9 +10,9 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import ndcg_score
 
-from checks import registry
-from checks.columns import Columns
-from checks.runner import run_check
+from driftline.checks import registry
+from driftline.checks.columns import Columns
+from driftline.checks.runner import run_check
 from tests.golden import golden_cases
 
 NAMES = {"spearman": "subset.rank_correlation", "ndcg": "subset.ndcg", "mrr": "subset.mrr"}

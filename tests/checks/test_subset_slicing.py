@@ -10,8 +10,8 @@ import pytest
 from scipy.stats import rankdata
 from sklearn.metrics import roc_auc_score
 
-from checks.errors import CheckInputError
-from checks.slicing import (
+from driftline.checks.errors import CheckInputError
+from driftline.checks.slicing import (
     MISSING,
     OTHER,
     apply_slices,

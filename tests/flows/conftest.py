@@ -23,6 +23,6 @@ def prefect_server() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's reference, six census batches and spec, built once (model trained on ACS 2015)."""
-    from flows.demo import build_demo_data
+    from driftline.flows.demo import build_demo_data
 
     return build_demo_data(tmp_path_factory.mktemp("demo"))

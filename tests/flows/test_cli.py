@@ -14,11 +14,11 @@ import pytest
 from scipy.stats import ks_2samp
 from typer.testing import CliRunner
 
-from checks import registry
-from checks.result import CheckResult
-from flows.cli import EXIT_FAILED, EXIT_USAGE, app
-from tasks.history.db import open_store
-from tasks.history.store import record_run
+from driftline.checks import registry
+from driftline.checks.result import CheckResult
+from driftline.flows.cli import EXIT_FAILED, EXIT_USAGE, app
+from driftline.tasks.history.db import open_store
+from driftline.tasks.history.store import record_run
 
 runner = CliRunner()
 
@@ -99,7 +99,7 @@ def test_evaluate_bad_input_exits_2_naming_the_problem(files, tmp_path) -> None:
 def test_evaluate_and_checks_do_not_import_prefect(files) -> None:
     ref, cur = files
     code = (
-        "import sys\nfrom typer.testing import CliRunner\nfrom flows.cli import app\n"
+        "import sys\nfrom typer.testing import CliRunner\nfrom driftline.flows.cli import app\n"
         f"args = ['evaluate', '-c', 'drift.categorical', '-r', {str(ref)!r}, '--current', {str(cur)!r}]\n"
         "r = CliRunner().invoke(app, args)\n"
         "assert r.exit_code == 0, r.output\n"

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from sqlalchemy import func, select
 
-from tasks.history.db import open_store
-from tasks.history.models import AlertOutbox, ResultRow, Run
-from tasks.history.query import read_history
+from driftline.tasks.history.db import open_store
+from driftline.tasks.history.models import AlertOutbox, ResultRow, Run
+from driftline.tasks.history.query import read_history
 from tests.alerts.slack_server import Reply, SlackStandIn
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -42,7 +42,7 @@ def count(url: str, model: type) -> int:
 def test_passing_batch_is_stored_once_even_when_rerun(
     demo_data: Path, tmp_path: Path, database_url: str
 ) -> None:
-    from flows.monitor import monitor
+    from driftline.flows.monitor import monitor
 
     spec = write_spec(demo_data, tmp_path, store_url=database_url, retrain=None)
     first = monitor(str(spec), "2016-06")
@@ -72,8 +72,8 @@ def test_failing_batch_alerts_slack_and_starts_retraining(
 ) -> None:
     from prefect.client.orchestration import get_client
 
-    from flows.monitor import monitor
-    from flows.retrain import retrain
+    from driftline.flows.monitor import monitor
+    from driftline.flows.retrain import retrain
 
     deployment_id = retrain.to_deployment(name="on-failure").apply()
     url = f"sqlite:///{tmp_path / 'history.db'}"
@@ -147,7 +147,7 @@ def _wait_for_event(client: Any, name: str, timeout: float = 30.0) -> dict[str, 
 def test_unreachable_store_spools_run_and_alert_and_the_next_run_replays_both(
     demo_data: Path, tmp_path: Path
 ) -> None:
-    from flows.monitor import monitor
+    from driftline.flows.monitor import monitor
 
     down = write_spec(demo_data, tmp_path, store_url="postgresql+psycopg://u:pw@127.0.0.1:1/x", retrain=None)
     summary = monitor(str(down), "2018-12")
@@ -170,7 +170,7 @@ def test_unreachable_store_spools_run_and_alert_and_the_next_run_replays_both(
 
 
 def test_backfill_stores_every_batch_without_alerting(demo_data: Path, tmp_path: Path) -> None:
-    from flows.backfill import backfill
+    from driftline.flows.backfill import backfill
 
     url = f"sqlite:///{tmp_path / 'history.db'}"
     spec = write_spec(demo_data, tmp_path, store_url=url)
@@ -184,8 +184,8 @@ def test_backfill_stores_every_batch_without_alerting(demo_data: Path, tmp_path:
 def test_serve_registers_the_spec_schedule(demo_data: Path, tmp_path: Path) -> None:
     from prefect.client.orchestration import get_client
 
-    from flows.monitor import monitor_deployment
-    from flows.spec import load_spec
+    from driftline.flows.monitor import monitor_deployment
+    from driftline.flows.spec import load_spec
 
     spec_path = write_spec(demo_data, tmp_path, schedule={"cron": "30 5 * * 1", "timezone": "Europe/Paris"})
     deployment_id = monitor_deployment(load_spec(spec_path), spec_path).apply()
@@ -198,9 +198,9 @@ def test_serve_registers_the_spec_schedule(demo_data: Path, tmp_path: Path) -> N
 
 
 def test_a_crashed_run_leaves_an_error_row_naming_the_cause(demo_data: Path, tmp_path: Path) -> None:
-    from flows.monitor import monitor
-    from tasks.history.query import list_runs
-    from tasks.model import ModelError
+    from driftline.flows.monitor import monitor
+    from driftline.tasks.history.query import list_runs
+    from driftline.tasks.model import ModelError
 
     url = f"sqlite:///{tmp_path / 'history.db'}"
     spec = write_spec(demo_data, tmp_path, store_url=url, model="tests.tasks.nowhere:load")

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from flows.spec import SpecError, load_spec
+from driftline.flows.spec import SpecError, load_spec
 
 VALID = """
 name: shop-churn
@@ -81,7 +81,7 @@ def test_thresholds_accept_a_single_number(tmp_path) -> None:
 
 
 def test_past_batch_ids_from_template_given_or_sql(tmp_path) -> None:
-    from flows.spec import past_batch_ids
+    from driftline.flows.spec import past_batch_ids
 
     (tmp_path / "batches").mkdir()
     for name in ("b-10", "b-2"):

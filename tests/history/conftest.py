@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine
 
-from tasks.history.db import open_store
+from driftline.tasks.history.db import open_store
 
 
 @pytest.fixture

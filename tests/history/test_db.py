@@ -14,7 +14,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from tasks.history.db import (
+from driftline.tasks.history.db import (
     DEFAULT_DATABASE_URL,
     ENV_VAR,
     StoreUnavailable,
@@ -24,7 +24,7 @@ from tasks.history.db import (
     open_store,
     resolve_database_url,
 )
-from tasks.history.models import Base
+from driftline.tasks.history.models import Base
 
 TABLES = {"runs", "results", "incidents", "alert_outbox"}
 HEAD = "0002"

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
-from checks.result import CheckResult
-from tasks.history.query import HISTORY_COLUMNS, latest_results, list_runs, read_history
-from tasks.history.store import record_run
+from driftline.checks.result import CheckResult
+from driftline.tasks.history.query import HISTORY_COLUMNS, latest_results, list_runs, read_history
+from driftline.tasks.history.store import record_run
 
 DAY0 = datetime(2024, 5, 1, tzinfo=UTC)
 

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
-from checks.result import CheckResult
-from tasks.history.query import latest_results, list_runs, read_history
-from tasks.history.store import finish_run, record_run, start_run
+from driftline.checks.result import CheckResult
+from driftline.tasks.history.query import latest_results, list_runs, read_history
+from driftline.tasks.history.store import finish_run, record_run, start_run
 
 BATCH_TIME = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

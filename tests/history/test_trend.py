@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import median_abs_deviation
 
-from tasks.history.trend import latest_zscores, rolling_baseline, sustained_drift
+from driftline.tasks.history.trend import latest_zscores, rolling_baseline, sustained_drift
 
 T0 = pd.Timestamp("2024-05-01", tz="UTC")
 

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from checks.columns import Columns
-from tasks.model import ModelError, load_model, score_frame
+from driftline.checks.columns import Columns
+from driftline.tasks.model import ModelError, load_model, score_frame
 from tests.tasks.model_fixture import load
 
 COLS = Columns(numeric=("a", "b"), label="y")

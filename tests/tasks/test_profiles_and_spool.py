@@ -8,11 +8,11 @@ from typing import ClassVar
 import pandas as pd
 import pytest
 
-from checks.base import Check
-from checks.columns import Columns
-from checks.fingerprint import frame_fingerprint
-from tasks.profiles import ProfileCache
-from tasks.spool import replay_spool, spool_run
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns
+from driftline.checks.fingerprint import frame_fingerprint
+from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.spool import replay_spool, spool_run
 
 
 @dataclass(kw_only=True)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import create_engine
 
-from tasks.sources import (
+from driftline.tasks.sources import (
     SourceError,
     batch_time_from_id,
     list_batch_ids,

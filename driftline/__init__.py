@@ -1,0 +1,41 @@
+"""driftline: continuous monitoring of deployed ML models.
+
+The public API is imported lazily, so `import driftline` stays cheap and never imports an
+orchestrator: `create`, `run_check`, `infer_columns` (the check catalog), `load_spec` and
+`run_monitor` (the orchestrator-free monitor core).
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+try:
+    __version__ = version("driftline")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+_PUBLIC = {
+    "create": "driftline.checks.registry",
+    "run_check": "driftline.checks.runner",
+    "infer_columns": "driftline.checks.columns",
+    "load_spec": "driftline.tasks.spec",
+    "run_monitor": "driftline.tasks.pipeline",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'driftline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

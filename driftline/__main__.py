@@ -1,0 +1,5 @@
+"""`python -m driftline`: the command line."""
+
+from driftline.flows.cli import main
+
+main()
