@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import inspect
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,23 +21,76 @@ class ModelError(ValueError):
     """The model import path cannot be loaded or the model cannot score the data."""
 
 
-def load_model(import_path: str) -> Any:
-    """Call `package.module:callable` and return the fitted estimator it gives."""
+MODEL_CONTRACT = (
+    "`model:` names `package.module:attribute`, either a fitted estimator (an object with `predict`) "
+    "or a callable taking no arguments that returns one"
+)
+
+
+def load_model(import_path: str, base_dir: Path | None = None) -> Any:
+    """The fitted estimator `package.module:attribute` names (see MODEL_CONTRACT).
+
+    The module is looked up in the spec's folder (`base_dir`) first, then on the usual import path.
+    """
     module_name, _, attribute = import_path.partition(":")
     if not module_name or not attribute:
         raise ModelError(f"model {import_path!r}: expected the form package.module:callable")
     try:
-        factory = getattr(importlib.import_module(module_name), attribute)
+        with _importable_from(base_dir):
+            factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise ModelError(f"model {import_path!r}: {exc}") from exc
-    return factory() if callable(factory) and not hasattr(factory, "predict") else factory
+    if hasattr(factory, "predict"):
+        return factory
+    if not callable(factory):
+        raise ModelError(
+            f"model {import_path!r}: {type(factory).__name__} is neither an estimator nor callable"
+        )
+    _require_no_arguments(factory, import_path)
+    model = factory()
+    if not hasattr(model, "predict"):
+        raise ModelError(f"model {import_path!r}: returned {type(model).__name__}, which has no predict()")
+    return model
+
+
+def _require_no_arguments(factory: Any, import_path: str) -> None:
+    """A factory that needs arguments is a user mistake named with the expected contract."""
+    try:
+        inspect.signature(factory).bind()
+    except TypeError as exc:
+        raise ModelError(f"model {import_path!r}: {exc}; {MODEL_CONTRACT}") from None
+    except ValueError:  # builtins without a signature: let the call itself decide
+        return
+
+
+@contextmanager
+def _importable_from(folder: Path | None) -> Iterator[None]:
+    """`folder` first on the import path for the duration of the import."""
+    entry = str(folder.resolve()) if folder is not None else None
+    if entry is None or entry in sys.path:
+        yield
+        return
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        sys.path.remove(entry)
+
+
+def model_features(model: Any, columns: Columns) -> list[str]:
+    """The columns the model was trained on (`feature_names_in_`), else the monitored features."""
+    names = getattr(model, "feature_names_in_", None)
+    return [str(n) for n in names] if names is not None else list(columns.features)
 
 
 def score_frame(model: Any, frame: pd.DataFrame, columns: Columns) -> tuple[pd.DataFrame, Columns]:
     """Add `prediction` (and `score` for a binary classifier) columns the roles lack, from `model`."""
     if columns.prediction and columns.prediction in frame:
         return frame, columns
-    features = list(columns.features)
+    features = model_features(model, columns)
+    absent = [c for c in features if c not in frame.columns]
+    if absent:
+        raise ModelError(f"the model was trained on column(s) {absent}, which the data does not have")
     try:
         predicted = np.asarray(model.predict(frame[features]))
         frame = frame.assign(prediction=predicted)

@@ -47,3 +47,42 @@ def test_model_that_cannot_score_names_the_problem() -> None:
     frame = pd.DataFrame({"a": ["x"], "b": [1.0]})
     with pytest.raises(ModelError, match="could not score the data: ValueError"):
         score_frame(load(), frame, COLS)
+
+
+def needs_arguments(path: str) -> object:
+    """A model factory with the wrong signature (it wants an argument)."""
+    return load()
+
+
+def test_a_factory_that_needs_arguments_is_named_with_the_contract() -> None:
+    """The wrong signature is a user mistake (ModelError, exit 2), not an internal error."""
+    with pytest.raises(
+        ModelError, match=r"missing a required argument: 'path'.*callable taking no arguments"
+    ):
+        load_model("tests.tasks.test_model:needs_arguments")
+
+
+def test_the_model_module_is_found_in_the_spec_folder(tmp_path) -> None:
+    """`model: my_model:build` next to the spec imports without installing anything."""
+    (tmp_path / "spec_folder_model.py").write_text(
+        "from sklearn.dummy import DummyClassifier\n"
+        "def build():\n"
+        "    return DummyClassifier(strategy='constant', constant=1).fit([[0], [1]], [0, 1])\n"
+    )
+    model = load_model("spec_folder_model:build", tmp_path)
+    assert model.predict([[5]]).tolist() == [1]
+    with pytest.raises(ModelError, match="No module named 'spec_folder_model_absent'"):
+        load_model("spec_folder_model_absent:build", tmp_path)
+
+
+def test_the_model_sees_the_columns_it_was_trained_on() -> None:
+    """A model trained with a column the monitor does not watch still gets that column."""
+    from sklearn.linear_model import LogisticRegression
+
+    train = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "unwatched": [1.0, 0.0, 1.0, 0.0]})
+    model = LogisticRegression().fit(train, [0, 0, 1, 1])
+    frame = train.assign(y=[0, 0, 1, 1])
+    scored, _ = score_frame(model, frame, Columns(numeric=("a",), label="y"))
+    np.testing.assert_allclose(scored["score"], model.predict_proba(train)[:, 1])
+    with pytest.raises(ModelError, match=r"trained on column\(s\) \['unwatched'\]"):
+        score_frame(model, frame.drop(columns="unwatched"), Columns(numeric=("a",), label="y"))
