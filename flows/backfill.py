@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.task_runners import ThreadPoolTaskRunner
 
-from driftline.flows.monitor import run_monitor
-from driftline.flows.spec import load_spec, past_batch_ids
+from driftline.flows.monitor import CHECK_RUNNER
+from driftline.flows.prefect_driver import PrefectDriver
+from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.spec import load_spec, past_batch_ids
 
 
-@flow(name="driftline-backfill", task_runner=ThreadPoolTaskRunner(max_workers=4))
+@flow(name="driftline-backfill", task_runner=CHECK_RUNNER)
 def backfill(
     spec_path: str, batch_ids: list[str] | None = None, alerts: bool = False, retrain: bool = False
 ) -> list[dict[str, Any]]:
@@ -28,5 +29,8 @@ def backfill(
     summaries = []
     for i, batch_id in enumerate(batch_ids, 1):
         logger.info("batch %d/%d: %s", i, len(batch_ids), batch_id)
-        summaries.append(run_monitor(spec, batch_id, cache=cache, alerts=alerts, retrain=retrain).to_dict())
+        summary = run_monitor(
+            spec, batch_id, driver=PrefectDriver(), cache=cache, alerts=alerts, retrain=retrain
+        )
+        summaries.append(summary.to_dict())
     return summaries

@@ -1,22 +1,14 @@
-"""The run report in Prefect: a table artifact of every result and the attribution figures."""
+"""The run report in Prefect: a table artifact of every result and a markdown artifact per figure."""
 
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from driftline.flows.render import format_metrics
-
-# Result details that carry a figure, and the function that draws it.
-FIGURES = {"tree": "segment_tree_png", "matrix": "cross_matrix_png"}
-
-
-def artifact_key(*parts: str) -> str:
-    """A Prefect artifact key (lowercase letters, digits and dashes) from free text."""
-    return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
+from driftline.tasks.attribution_plots import figure_name
 
 
 def result_rows(results: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -35,36 +27,19 @@ def result_rows(results: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def write_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Path]:
-    """PNG files of every result that carries a segmentation tree or a pair cross matrix."""
-    from driftline.tasks import attribution_plots
-
-    paths = []
-    for r in results:
-        for key, draw in FIGURES.items():
-            if r["status"] == "ok" and key in (r.get("details") or {}):
-                directory.mkdir(parents=True, exist_ok=True)
-                path = directory / f"{artifact_key(r['check'], key)}.png"
-                path.write_bytes(getattr(attribution_plots, draw)(r["details"]))
-                paths.append(path)
-    return paths
-
-
-def publish(summary: Mapping[str, Any], report_dir: Path) -> list[Path]:
+def publish_artifacts(summary: Mapping[str, Any], figures: list[Path]) -> None:
     """Create the run's artifacts: the results table, and a markdown artifact per figure."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     monitor, batch = summary["monitor"], summary["batch_id"]
     create_table_artifact(
         table=result_rows(summary["results"]),
-        key=artifact_key("driftline", monitor),
+        key=figure_name("driftline", monitor),
         description=f"{monitor} batch {batch}: {summary['status']}, worst {summary['worst_severity']}",
     )
-    figures = write_figures(summary["results"], report_dir / monitor / batch)
     for path in figures:
         image = f"data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}"
         create_markdown_artifact(
             markdown=f"### {path.stem} ({monitor}, {batch})\n\n![{path.stem}]({image})\n\nFile: `{path}`",
-            key=artifact_key("driftline", monitor, path.stem),
+            key=figure_name("driftline", monitor, path.stem),
         )
-    return figures

@@ -16,8 +16,8 @@ import pandas as pd
 from prefect import flow, get_run_logger
 
 from driftline.checks.columns import infer_columns
-from driftline.flows.spec import SpecError, load_spec
 from driftline.tasks.sources import load_file_batch, read_table
+from driftline.tasks.spec import SpecError, load_spec
 
 
 @flow(name="driftline-retrain")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 
@@ -112,3 +114,25 @@ def segment_tree_png(details: Mapping[str, Any]) -> bytes:
         )
     axes.set_title(f"slices (overall mean {tree['overall']:.3f}; * false discovery)", fontsize=9)
     return _png(figure)
+
+
+# Result details that carry a figure, and the function that draws it.
+FIGURES = {"tree": segment_tree_png, "matrix": cross_matrix_png}
+
+
+def figure_name(*parts: str) -> str:
+    """A file and artifact name (lowercase letters, digits and dashes) from free text."""
+    return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
+
+
+def write_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Path]:
+    """PNG files of every result that carries a segmentation tree or a pair cross matrix."""
+    paths = []
+    for r in results:
+        for key, draw in FIGURES.items():
+            if r["status"] == "ok" and key in (r.get("details") or {}):
+                directory.mkdir(parents=True, exist_ok=True)
+                path = directory / f"{figure_name(r['check'], key)}.png"
+                path.write_bytes(draw(r["details"]))
+                paths.append(path)
+    return paths

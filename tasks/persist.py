@@ -15,23 +15,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from driftline.flows.spec import MonitorSpec
+from driftline.tasks.driver import Driver
+from driftline.tasks.spec import MonitorSpec
 from driftline.tasks.spool import replay_spool, spool_run
-from driftline.tasks.steps import parse_record_times, record_run_task
+from driftline.tasks.steps import parse_record_times, record_run_step
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-def _logger() -> Any:
-    """The flow run's logger (shown in the Prefect UI) inside a run, this module's logger outside."""
-    from prefect import get_run_logger
-    from prefect.exceptions import MissingContextError
-
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return log
 
 
 @dataclass
@@ -42,30 +32,20 @@ class Persisted:
     alerts: dict[str, Any] = field(default_factory=dict)
 
 
-def slack_token(spec: MonitorSpec) -> str | None:
-    """The bot token from the spec's Prefect Secret block or environment variable; None when unavailable.
+def slack_token(spec: MonitorSpec, driver: Driver) -> str | None:
+    """The bot token from the spec's environment variable or the engine's secret store; None when unset.
 
-    A missing block is logged (never its value) and leaves the alert queued until the token exists.
+    A missing secret is logged (never its value) and leaves the alert queued until the token exists.
     """
     slack = spec.alerts.slack
     if slack is None or slack.uses_webhook:
         return None
     if slack.token_block:
-        try:
-            from prefect.blocks.system import Secret
-
-            return Secret.load(slack.token_block).get()
-        except Exception as exc:
-            _logger().error(
-                "cannot load the Prefect Secret block %r: %s", slack.token_block, type(exc).__name__
-            )
-            return None
+        return driver.secret(slack.token_block)
     return os.environ.get(slack.token_env) if slack.token_env else None
 
 
-def process_run_alerts(
-    url: str, spec: MonitorSpec, record: dict[str, Any], run_url: str | None
-) -> dict[str, Any]:
+def process_run_alerts(url: str, spec: MonitorSpec, record: dict[str, Any], driver: Driver) -> dict[str, Any]:
     """Update incidents and deliver (or queue) the alert of one stored run."""
     from driftline.tasks.alerts import process_alerts
     from driftline.tasks.history.db import connected_store
@@ -77,8 +57,8 @@ def process_run_alerts(
             batch_id=record["batch_id"],
             results=record["results"],
             config=spec.alerts,
-            token=slack_token(spec),
-            run_url=run_url,
+            token=slack_token(spec, driver),
+            run_url=driver.run_url,
         )
     return report.to_dict()
 
@@ -91,7 +71,7 @@ def _best_effort(url: str, failure: str, action: Callable[[Any], T]) -> T | None
         with connected_store(url) as engine:
             return action(engine)
     except Exception as exc:
-        _logger().warning("%s: %s: %s", failure, type(exc).__name__, exc)
+        log.warning("%s: %s: %s", failure, type(exc).__name__, exc)
         return None
 
 
@@ -109,7 +89,7 @@ def _purge_delivered(url: str, logger: Any) -> None:
 
 
 def persist_run(
-    spec: MonitorSpec, record: dict[str, Any], spool_dir: Path, *, alerts: bool, run_url: str | None
+    spec: MonitorSpec, record: dict[str, Any], spool_dir: Path, *, alerts: bool, driver: Driver
 ) -> Persisted:
     """Store the run (replaying the spool first) and process its alerts when `alerts` is set.
 
@@ -121,20 +101,20 @@ def persist_run(
     from driftline.tasks.history.db import StoreUnavailable, resolve_database_url
 
     url = resolve_database_url(spec.store_url)
-    logger = _logger()
+    logger = driver.logger
 
     def write_spooled(spooled: dict[str, Any]) -> None:
         spooled = parse_record_times(spooled)
         due = spooled.pop("alerts_due", False)
-        record_run_task.fn(url, spooled)
+        record_run_step(url, spooled)
         if due:
-            process_run_alerts(url, spec, spooled, None)
+            process_run_alerts(url, spec, spooled, driver)
 
     try:
         replayed = replay_spool(write_spooled, spool_dir, transient=(StoreUnavailable, DBAPIError))
         if replayed:
             logger.info("replayed %d spooled run(s) into the history database", replayed)
-        written = record_run_task(url, record)
+        written = driver.step("record-run", record_run_step, url, record)
     except (StoreUnavailable, DBAPIError) as exc:
         path = spool_run({**record, "alerts_due": alerts}, spool_dir)
         logger.error("history database unavailable (%s); run and its alerts spooled to %s", exc, path)
@@ -148,7 +128,7 @@ def persist_run(
     if not alerts:
         return Persisted(stored, {"skipped": "alerts disabled for this run"})
     try:
-        return Persisted(stored, process_run_alerts(url, spec, record, run_url))
+        return Persisted(stored, process_run_alerts(url, spec, record, driver))
     except Exception as exc:
         logger.error("alerts not processed: %s: %s", type(exc).__name__, exc)
         return Persisted(stored, {"error": f"{type(exc).__name__}: {exc}"})

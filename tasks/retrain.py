@@ -1,68 +1,126 @@
-"""Acting on a failing model: a Prefect event for automations and a run of the retraining deployment.
+"""Acting on a failing model without an orchestrator: run a command or call a webhook.
 
-Both are idempotent per (monitor, batch, reference): re-running a batch does not start a second
-retraining run (the deployment run carries an idempotency key) nor count as a second event (the event
-id is derived from the same key).
+Each action happens once per (monitor, batch, reference): a marker file under the monitor's state
+folder remembers that it was started, so re-running a batch does not retrain twice. Orchestrator
+drivers add their own actions (a Prefect deployment run or event) on top of these.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import uuid
+import os
+import subprocess
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
+
+from driftline.tasks.spec import RetrainSpec
 
 log = logging.getLogger(__name__)
 
 FAILED_EVENT = "driftline.monitor.failed"
+COMMAND_TIMEOUT_S = 600
+WEBHOOK_TIMEOUT_S = 30
 
 
-def monitor_resource(monitor: str) -> dict[str, str]:
-    """The Prefect event resource that names a monitor."""
-    return {"prefect.resource.id": f"driftline.monitor.{monitor}", "prefect.resource.name": monitor}
+@dataclass(frozen=True)
+class RetrainRequest:
+    """What a retraining action is told: which monitor and batch failed, how badly, and why."""
+
+    monitor: str
+    batch_id: str
+    run_key: str  # identifies the evaluation (monitor, batch, reference): the idempotency key
+    severity: str
+    failing_checks: list[dict[str, Any]]
+    spec_path: str | None
+
+    @property
+    def key(self) -> str:
+        return f"driftline:{self.monitor}:{self.batch_id}:{self.run_key}"
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON a command (on stdin) or a webhook (as body) receives."""
+        return {"event": FAILED_EVENT, "idempotency_key": self.key, **asdict(self)}
 
 
-def trigger_retraining(
-    *,
-    monitor: str,
-    batch_id: str,
-    run_key: str,
-    worst_severity: str,
-    failing_checks: list[dict[str, Any]],
-    deployment: str | None,
-    parameters: dict[str, Any],
-    emit: bool,
-    spec_path: str | None = None,
-) -> dict[str, Any]:
-    """Emit `driftline.monitor.failed` (when `emit`) and start `deployment` without waiting for it.
+def _marker(state_dir: Path, request: RetrainRequest, action: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in request.key)
+    return state_dir / "retrain" / f"{safe}.{action}"
 
-    `run_key` identifies the batch evaluation (monitor, batch, reference); it makes both actions
-    idempotent. Returns what happened (event id, flow run id, or the error) so the run record keeps
-    it; a failure to start the deployment is reported, never raised, so the results are still stored.
+
+def run_command(argv: list[str], request: RetrainRequest, cwd: Path) -> dict[str, Any]:
+    """Start `argv` with the payload on stdin and DRIFTLINE_* variables; wait for it (bounded)."""
+    env = {
+        **os.environ,
+        "DRIFTLINE_MONITOR": request.monitor,
+        "DRIFTLINE_BATCH_ID": request.batch_id,
+        "DRIFTLINE_SEVERITY": request.severity,
+        "DRIFTLINE_SPEC_PATH": request.spec_path or "",
+    }
+    done = subprocess.run(
+        argv,
+        input=json.dumps(request.payload()),
+        text=True,
+        capture_output=True,
+        cwd=cwd,
+        env=env,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"exited with {done.returncode}: {done.stderr.strip()[-500:]}")
+    return {"returncode": done.returncode}
+
+
+def post_webhook(url: str, request: RetrainRequest) -> dict[str, Any]:
+    """POST the payload as JSON, with the idempotency key as a header the receiver can deduplicate on."""
+    body = json.dumps(request.payload()).encode()
+    headers = {"Content-Type": "application/json", "Idempotency-Key": request.key}
+    req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    with urllib.request.urlopen(req, timeout=WEBHOOK_TIMEOUT_S) as reply:
+        return {"status": reply.status}
+
+
+def _webhook_url(spec: RetrainSpec) -> str | None:
+    if spec.webhook_url:
+        return spec.webhook_url
+    return os.environ.get(spec.webhook_url_env) if spec.webhook_url_env else None
+
+
+def trigger_plain(spec: RetrainSpec, request: RetrainRequest, state_dir: Path) -> dict[str, Any]:
+    """Run the spec's command and/or call its webhook, once per request key; returns what happened.
+
+    A failure is reported in the outcome (and logged), never raised: the run is already stored.
     """
-    outcome: dict[str, Any] = {"event": None, "flow_run_id": None, "error": None}
-    key = f"driftline:{monitor}:{batch_id}:{run_key}"
-    if emit:
-        from prefect.events import emit_event
-
-        payload = {
-            "batch_id": batch_id,
-            "severity": worst_severity,
-            "failing_checks": failing_checks,
-            "spec_path": spec_path,
-        }
-        event_id = uuid.uuid5(uuid.NAMESPACE_URL, key)
-        emit_event(event=FAILED_EVENT, resource=monitor_resource(monitor), payload=payload, id=event_id)
-        outcome["event"] = str(event_id)
-    if deployment:
-        from prefect.deployments import run_deployment
-
-        run_parameters = {"monitor": monitor, "batch_id": batch_id, "severity": worst_severity, **parameters}
+    actions: dict[str, Any] = {}
+    if spec.command:
+        actions["command"] = lambda: run_command(spec.command or [], request, state_dir.parent)
+    if spec.webhook_url or spec.webhook_url_env:
+        url = _webhook_url(spec)
+        actions["webhook"] = (
+            (lambda: post_webhook(url, request)) if url else _missing(f"${spec.webhook_url_env} is not set")
+        )
+    outcome: dict[str, Any] = {}
+    for name, action in actions.items():
+        marker = _marker(state_dir, request, name)
+        if marker.exists():
+            outcome[name] = {"skipped": "already started for this batch and reference"}
+            continue
         try:
-            flow_run = run_deployment(
-                name=deployment, parameters=run_parameters, timeout=0, idempotency_key=key, as_subflow=False
-            )
-            outcome["flow_run_id"] = str(flow_run.id)
+            outcome[name] = action()
         except Exception as exc:
-            outcome["error"] = f"could not start deployment {deployment!r}: {type(exc).__name__}: {exc}"
-            log.error(outcome["error"])
+            outcome[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            log.error("retraining %s failed: %s", name, outcome[name]["error"])
+            continue
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps(request.payload()))
     return outcome
+
+
+def _missing(reason: str) -> Any:
+    def fail() -> dict[str, Any]:
+        raise RuntimeError(reason)
+
+    return fail

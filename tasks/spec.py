@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -53,6 +55,7 @@ class CheckSpec(Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     thresholds: dict[str, list[float] | float] = Field(default_factory=dict)
     features: list[str] | None = None
+    timeout_s: float | None = Field(None, gt=0, description="overrides `execution.timeout_s` for this check")
 
     def check_params(self) -> dict[str, Any]:
         """Parameters for `driftline.checks.registry.create`, thresholds and feature list included."""
@@ -65,39 +68,70 @@ class CheckSpec(Strict):
 
 
 class RetrainSpec(Strict):
-    """Start a Prefect deployment, or emit an event for an automation, when a run reaches `min_severity`."""
+    """What to start when a run reaches `min_severity`: a command or webhook (any engine), or, under
+    Prefect, a deployment run or the `driftline.monitor.failed` event for an automation."""
 
-    deployment: str | None = Field(None, description="`flow-name/deployment-name`")
     min_severity: Severity = "high"
+    command: list[str] | None = Field(
+        None, description="argv run with the failure as JSON on stdin and DRIFTLINE_* variables"
+    )
+    webhook_url: str | None = None
+    webhook_url_env: str | None = None
+    deployment: str | None = Field(None, description="Prefect engine: `flow-name/deployment-name`")
     parameters: dict[str, Any] = Field(default_factory=dict)
     emit_event: bool | None = Field(
-        None, description="emit `driftline.monitor.failed`; default: only when no deployment is named"
+        None, description="Prefect engine: emit `driftline.monitor.failed`; default: when nothing else is set"
     )
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _split_command(cls, value: Any) -> Any:
+        """A command given as one string is split the way a shell would."""
+        return shlex.split(value) if isinstance(value, str) else value
 
     @property
     def emits(self) -> bool:
-        """Whether to emit the event (by default only without a deployment, so one failure retrains once)."""
-        return self.emit_event if self.emit_event is not None else self.deployment is None
+        """Whether to emit the event (by default only when no other action is named, so one failure
+        retrains once)."""
+        if self.emit_event is not None:
+            return self.emit_event
+        return not (self.deployment or self.command or self.webhook_url or self.webhook_url_env)
 
 
 class ScheduleSpec(Strict):
-    """When `driftline serve` runs the monitor."""
+    """When `driftline serve` (or a deployment) runs the monitor."""
 
     cron: str = "0 6 * * *"
     timezone: str = "UTC"
 
-    @model_validator(mode="after")
-    def _valid_for_prefect(self) -> ScheduleSpec:
-        """Check the cron string and IANA timezone the way Prefect will when it schedules runs."""
-        from prefect.client.schemas.schedules import CronSchedule
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        from croniter import croniter
 
+        if not croniter.is_valid(value):
+            raise ValueError(f"Invalid cron string: {value!r}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _valid_timezone(cls, value: str) -> str:
         try:
-            CronSchedule(cron=self.cron, timezone=self.timezone)
-        except ValidationError as exc:
-            raise ValueError(
-                "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-            ) from None
-        return self
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"Invalid timezone: {value!r} is not an IANA time zone") from None
+        return value
+
+
+class ExecutionSpec(Strict):
+    """How the checks of a run are executed: isolation, parallelism and per-check limits."""
+
+    isolation: Literal["process", "thread"] = Field(
+        "process", description="`process`: each check in its own worker process, stopped at its timeout"
+    )
+    workers: int = Field(4, ge=1, description="checks evaluated at the same time")
+    timeout_s: float = Field(600.0, gt=0, description="default per-check time limit (process isolation)")
+    memory_mb: int | None = Field(None, gt=0, description="per-check address-space limit (process isolation)")
 
 
 class MonitorSpec(Strict):
@@ -114,9 +148,26 @@ class MonitorSpec(Strict):
     alerts: AlertConfig = Field(default_factory=AlertConfig)
     retrain: RetrainSpec | None = None
     schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
+    execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
     store_url: str | None = None
     base_dir: Path = Field(Path("."), exclude=True)
     path: Path | None = Field(None, exclude=True, description="the spec file, when loaded from one")
+
+    @field_validator("columns")
+    @classmethod
+    def _known_roles(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Column roles are checked when the spec loads, before any data is read or run recorded."""
+        from driftline.checks.columns import LIST_ROLES, SINGLE_ROLES
+
+        ROLE_KEYS = {*SINGLE_ROLES, *LIST_ROLES, "task", "extra", "ignore"}
+        unknown = sorted(set(value) - ROLE_KEYS)
+        if unknown:
+            import difflib
+
+            close = [m for key in unknown for m in difflib.get_close_matches(key, ROLE_KEYS, n=1)]
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise ValueError(f"unknown column role(s) {unknown}{hint}; known roles: {sorted(ROLE_KEYS)}")
+        return value
 
     @field_validator("checks", mode="before")
     @classmethod

@@ -1,14 +1,16 @@
-"""The Prefect tasks of a monitor run: load the reference and the batch, run one check, store the run."""
+"""The I/O steps of a monitor run (load the reference and the batch, evaluate a check, store the run)
+and the retry policy they share under every engine."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
@@ -16,35 +18,45 @@ from driftline.checks.runner import run_check
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
 
+T = TypeVar("T")
 
-def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
-    """Retry I/O that may recover (a database or file system away for a moment), not bad input."""
+
+def is_transient(exc: BaseException) -> bool:
+    """True for I/O that may recover (a database or file system away for a moment), not bad input."""
     from sqlalchemy.exc import DBAPIError
 
     from driftline.tasks.history.db import StoreUnavailable
 
-    try:
-        state.result()
-    except SourceError:
+    if isinstance(exc, SourceError):
         return False
-    except (StoreUnavailable, DBAPIError, OSError):
-        return True
-    except Exception:
-        return False
-    return False
+    return isinstance(exc, StoreUnavailable | DBAPIError | OSError)
 
 
-# Frames are passed by reference between threads: never hash them for Prefect's cache, never persist them.
-IO_RETRIES = {
-    "retries": 2,
-    "retry_delay_seconds": [1, 4],
-    "retry_condition_fn": retry_transient,
-    "cache_policy": NO_CACHE,
-    "persist_result": False,
-}
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and after how long a step is retried when it fails transiently."""
+
+    delays: tuple[float, ...] = (1.0, 4.0)
+
+    @property
+    def retries(self) -> int:
+        return len(self.delays)
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)`, retried after each delay while it raises a transient error."""
+        for delay in self.delays:
+            try:
+                return fn(*args)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+            time.sleep(delay)
+        return fn(*args)
 
 
-@task(name="load-reference", **IO_RETRIES)
+IO_RETRIES = RetryPolicy()
+
+
 def load_reference(path: str | None, sql: dict[str, Any] | None) -> pd.DataFrame:
     """The reference snapshot from a file or a SQL query (no window)."""
     if path is not None:
@@ -53,7 +65,6 @@ def load_reference(path: str | None, sql: dict[str, Any] | None) -> pd.DataFrame
     return read_sql(sql["url"], sql["query"])
 
 
-@task(name="load-batch", **IO_RETRIES)
 def load_batch(path_template: str | None, sql: dict[str, Any] | None, batch_id: str | None) -> Batch:
     """One production batch (the newest when `batch_id` is None)."""
     if path_template is not None:
@@ -62,7 +73,6 @@ def load_batch(path_template: str | None, sql: dict[str, Any] | None, batch_id: 
     return load_sql_batch(sql["url"], sql["query"], batch_id, sql["window_days"])
 
 
-@task(name="run-check", task_run_name="check-{check.name}", cache_policy=NO_CACHE, persist_result=False)
 def evaluate_check(
     check: Check,
     batch: pd.DataFrame,
@@ -80,8 +90,7 @@ def evaluate_check(
     return [r.to_dict() for r in results]
 
 
-@task(name="record-run", **IO_RETRIES)
-def record_run_task(database_url: str, record: dict[str, Any]) -> dict[str, Any]:
+def record_run_step(database_url: str, record: dict[str, Any]) -> dict[str, Any]:
     """Write the run and all its results in one idempotent transaction."""
     from driftline.tasks.history.db import connected_store
     from driftline.tasks.history.store import record_run

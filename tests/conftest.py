@@ -1,10 +1,12 @@
-"""Shared fixtures: history-store URLs for SQLite and the real PostgreSQL on 127.0.0.1:5432."""
+"""Shared fixtures: history-store URLs for SQLite and the real PostgreSQL on 127.0.0.1:5432, and the
+demo's census data."""
 
 from __future__ import annotations
 
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -44,3 +46,11 @@ def database_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'history.db'}"
     else:
         yield from _postgres_database()
+
+
+@pytest.fixture(scope="session")
+def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's reference, six census batches and spec, built once (model trained on ACS 2015)."""
+    from driftline.flows.demo import build_demo_data
+
+    return build_demo_data(tmp_path_factory.mktemp("demo"))

@@ -1,10 +1,9 @@
-"""Fixtures of the flow tests: one real local Prefect server per session and the demo's census data."""
+"""Fixtures of the flow tests: one real local Prefect server per session."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -18,11 +17,3 @@ def prefect_server() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=60):
         yield
-
-
-@pytest.fixture(scope="session")
-def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's reference, six census batches and spec, built once (model trained on ACS 2015)."""
-    from driftline.flows.demo import build_demo_data
-
-    return build_demo_data(tmp_path_factory.mktemp("demo"))

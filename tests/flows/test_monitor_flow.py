@@ -7,36 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.models import AlertOutbox, ResultRow, Run
 from driftline.tasks.history.query import read_history
 from tests.alerts.slack_server import Reply, SlackStandIn
+from tests.demo import count, write_spec
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
-
-
-def write_spec(demo_data: Path, tmp_path: Path, **overrides: Any) -> Path:
-    """A copy of the demo spec with absolute data paths and `overrides` applied."""
-    spec = yaml.safe_load(demo_data.read_text())
-    data_dir = demo_data.parent / "data"
-    spec["reference"] = {"path": str(data_dir / "reference.parquet")}
-    spec["batches"] = {"path": str(data_dir / "batches" / "{batch}.parquet")}
-    spec.update(overrides)
-    path = tmp_path / "monitor.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
-def count(url: str, model: type) -> int:
-    engine = open_store(url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(model)).scalar_one()
-    finally:
-        engine.dispose()
 
 
 def test_passing_batch_is_stored_once_even_when_rerun(
@@ -185,7 +164,7 @@ def test_serve_registers_the_spec_schedule(demo_data: Path, tmp_path: Path) -> N
     from prefect.client.orchestration import get_client
 
     from driftline.flows.monitor import monitor_deployment
-    from driftline.flows.spec import load_spec
+    from driftline.tasks.spec import load_spec
 
     spec_path = write_spec(demo_data, tmp_path, schedule={"cron": "30 5 * * 1", "timezone": "Europe/Paris"})
     deployment_id = monitor_deployment(load_spec(spec_path), spec_path).apply()

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from driftline.flows.spec import SpecError, load_spec
+from driftline.tasks.spec import SpecError, load_spec
 
 VALID = """
 name: shop-churn
@@ -52,8 +52,8 @@ def test_valid_spec_with_shorthand_and_relative_paths(tmp_path) -> None:
             r"reference: Value error, give exactly one",
         ),
         (VALID.replace("name: shop-churn", "name: shop churn!"), r"name: String should match pattern"),
-        (VALID + "schedule: {cron: '61 * * * *'}\n", r"schedule: Value error, Invalid cron string"),
-        (VALID + "schedule: {timezone: Mars/Base}\n", r"schedule: Value error, Invalid timezone"),
+        (VALID + "schedule: {cron: '61 * * * *'}\n", r"schedule.cron: Value error, Invalid cron string"),
+        (VALID + "schedule: {timezone: Mars/Base}\n", r"schedule.timezone: Value error, Invalid timezone"),
         ("name: [unclosed\n", r"malformed YAML at line \d+"),
         ("- just\n- a list\n", r"a monitor spec is a YAML mapping, got list"),
     ],
@@ -81,7 +81,7 @@ def test_thresholds_accept_a_single_number(tmp_path) -> None:
 
 
 def test_past_batch_ids_from_template_given_or_sql(tmp_path) -> None:
-    from driftline.flows.spec import past_batch_ids
+    from driftline.tasks.spec import past_batch_ids
 
     (tmp_path / "batches").mkdir()
     for name in ("b-10", "b-2"):
@@ -97,3 +97,11 @@ def test_past_batch_ids_from_template_given_or_sql(tmp_path) -> None:
     empty = VALID.replace("batches/{batch}.parquet", "none/{batch}.parquet")
     with pytest.raises(SpecError, match="no batch file matches"):
         past_batch_ids(load_spec(write(tmp_path, empty)), None)
+
+
+def test_a_misspelt_column_role_is_named_when_the_spec_loads(tmp_path) -> None:
+    """`columns: {lable: ...}` fails at load time, before any data is read or any run is recorded."""
+    path = write(tmp_path, VALID.replace("{label: churned", "{lable: churned"))
+    message = r"columns: Value error, unknown column role\(s\) \['lable'\] \(did you mean label\?\)"
+    with pytest.raises(SpecError, match=message):
+        load_spec(path)

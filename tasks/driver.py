@@ -1,0 +1,100 @@
+"""What an engine supplies to the monitor core, and the plain engine itself (no orchestrator).
+
+The core (`driftline.tasks.pipeline`) calls a driver for everything that differs between engines:
+how an I/O step runs (here: in-process with the shared retry policy), how the checks fan out (here:
+a thread pool, each check in its own worker process), where logs go, how retraining starts and how
+the run report is published. An orchestrator subclasses `Driver` and overrides what it does its own way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from driftline.checks.base import Check
+from driftline.checks.result import CheckResult
+from driftline.tasks.isolation import fork_available, run_isolated
+from driftline.tasks.retrain import RetrainRequest, trigger_plain
+from driftline.tasks.spec import MonitorSpec
+from driftline.tasks.steps import IO_RETRIES
+
+T = TypeVar("T")
+log = logging.getLogger("driftline.run")
+
+
+@dataclass
+class CheckJob:
+    """One check of a run, ready to evaluate in isolation with its time and memory limits."""
+
+    check: Check
+    label: str
+    evaluate: Callable[[], list[dict[str, Any]]]
+    isolation: Literal["process", "thread"] = "process"
+    timeout_s: float | None = None
+    memory_mb: int | None = None
+
+    def run(self) -> list[dict[str, Any]]:
+        """The check's results; a timeout or a dead worker becomes an `error` result, never a lost check."""
+        try:
+            if self.isolation == "process" and fork_available():
+                return run_isolated(
+                    self.evaluate, timeout_s=self.timeout_s, memory_mb=self.memory_mb, label=self.label
+                )
+            return self.evaluate()
+        except Exception as exc:
+            return self.failed(exc)
+
+    def failed(self, exc: BaseException) -> list[dict[str, Any]]:
+        """The single `error` result that stands for this check when it could not finish."""
+        return [CheckResult.error(self.check.name, "*", f"{type(exc).__name__}: {exc}").to_dict()]
+
+
+class Driver:
+    """The plain engine: steps in-process, checks in worker processes fanned out from a thread pool."""
+
+    name = "local"
+
+    @property
+    def logger(self) -> Any:
+        """Where the run's progress is logged."""
+        return log
+
+    @property
+    def run_id(self) -> str | None:
+        """The orchestrator's id of this run (stored with the run), if any."""
+        return None
+
+    @property
+    def run_url(self) -> str | None:
+        """A link to this run in the orchestrator's UI (shown in alerts), if any."""
+        return None
+
+    def step(self, name: str, fn: Callable[..., T], *args: Any) -> T:
+        """Run one I/O step, retried on transient errors."""
+        return IO_RETRIES.call(fn, *args)
+
+    def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[dict[str, Any]]]:
+        """Every job's results, in job order, `workers` at a time."""
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftline-check") as pool:
+            return list(pool.map(CheckJob.run, jobs))
+
+    def secret(self, block: str) -> str | None:
+        """A secret stored by the orchestrator; the plain engine has none (use an environment variable)."""
+        self.logger.error("token_block %r needs the Prefect engine; set token_env instead", block)
+        return None
+
+    def retrain(self, spec: MonitorSpec, request: RetrainRequest, state_dir: Path) -> dict[str, Any]:
+        """Start retraining as the spec says; actions of another engine are reported as not run."""
+        retrain = spec.retrain
+        assert retrain is not None
+        outcome = trigger_plain(retrain, request, state_dir)
+        if retrain.deployment or retrain.emits:
+            outcome["prefect"] = {"skipped": "a deployment run or the failure event needs the Prefect engine"}
+        return outcome
+
+    def publish(self, summary: dict[str, Any], figures: list[Path]) -> None:
+        """Publish the run report where the engine shows it; the plain engine has the files only."""

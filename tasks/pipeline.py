@@ -1,0 +1,263 @@
+"""One monitor run over one batch, whatever the engine: load, validate, score, evaluate, store, alert,
+retrain, report.
+
+Every engine (the plain process, Prefect, Airflow) calls `run_monitor` with its own `Driver`; nothing
+here imports an orchestrator, so every engine stores the same rows and raises the same alerts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from driftline.checks import registry
+from driftline.checks.base import Check
+from driftline.checks.columns import Columns, infer_columns
+from driftline.checks.errors import CheckInputError
+from driftline.checks.fingerprint import frame_fingerprint
+from driftline.checks.result import severity_rank, worst_severity
+from driftline.tasks.attribution_plots import write_figures
+from driftline.tasks.driver import CheckJob, Driver
+from driftline.tasks.model import load_model, score_frame
+from driftline.tasks.persist import mark_crashed, mark_started, persist_run
+from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.retrain import RetrainRequest
+from driftline.tasks.sources import Batch
+from driftline.tasks.spec import CheckSpec, MonitorSpec, Source, SpecError, severity_at_least
+from driftline.tasks.steps import evaluate_check, load_batch, load_reference
+
+SCHEMA_CHECK = "schema.columns"
+
+
+@dataclass
+class RunSummary:
+    """What one monitor run found and did."""
+
+    monitor: str
+    batch_id: str
+    batch_time: str
+    rows: int
+    status: str
+    worst_severity: str
+    results: list[dict[str, Any]]
+    engine: str = "local"
+    stored: str = "not stored"
+    alerts: dict[str, Any] = field(default_factory=dict)
+    retraining: dict[str, Any] | None = None
+    figures: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-serialisable)."""
+        return asdict(self)
+
+    def failing(self, minimum: str) -> list[dict[str, Any]]:
+        """Results at or above `minimum`, worst first."""
+        hits = [r for r in self.results if r["status"] == "ok" and severity_at_least(r["severity"], minimum)]
+        return sorted(hits, key=lambda r: -severity_rank(r["severity"]))
+
+
+def source_args(spec: MonitorSpec, source: Source, role: str) -> tuple[str | None, dict[str, Any] | None]:
+    """The (path, sql) arguments of the load steps, paths resolved against the spec's folder."""
+    if source.path is not None:
+        return str(spec.resolve(source.path)), None
+    sql = source.sql
+    assert sql is not None
+    url = sql.url or (os.environ.get(sql.url_env) if sql.url_env else None)
+    if not url:
+        missing = f"environment variable {sql.url_env} is not set" if sql.url_env else "no url or url_env"
+        raise SpecError(f"{spec.name}: {role}.sql: {missing}")
+    return None, {"url": url, "query": sql.query, "window_days": sql.window_days}
+
+
+def check_label(check: Check, entry: CheckSpec | None) -> str:
+    """The name a check's task carries in an orchestrator's UI: the check and its targets when listed."""
+    features = entry.features if entry is not None else None
+    return f"{check.name}[{','.join(features)}]" if features else check.name
+
+
+def build_jobs(
+    spec: MonitorSpec,
+    current: pd.DataFrame,
+    columns: Columns,
+    reference: pd.DataFrame,
+    ref_hash: str,
+    cache: ProfileCache,
+) -> list[CheckJob]:
+    """The schema check first (unless listed), then the spec's checks in order, each with its limits."""
+    entries: list[tuple[str, dict[str, Any], CheckSpec | None]] = [
+        (e.check, e.check_params(), e) for e in spec.checks
+    ]
+    if all(name != SCHEMA_CHECK for name, _, _ in entries):
+        entries.insert(0, (SCHEMA_CHECK, {}, None))
+    execution = spec.execution
+    jobs = []
+    for name, params, entry in entries:
+        check = registry.create(name, params)
+        jobs.append(
+            CheckJob(
+                check=check,
+                label=check_label(check, entry),
+                evaluate=_evaluator(check, current, columns, reference, ref_hash, cache),
+                isolation=execution.isolation,
+                timeout_s=(entry.timeout_s if entry and entry.timeout_s else None) or execution.timeout_s,
+                memory_mb=execution.memory_mb,
+            )
+        )
+    return jobs
+
+
+def _evaluator(
+    check: Check,
+    current: pd.DataFrame,
+    columns: Columns,
+    reference: pd.DataFrame,
+    ref_hash: str,
+    cache: ProfileCache,
+) -> Any:
+    return lambda: evaluate_check(check, current, columns, reference, ref_hash, cache)
+
+
+def run_status(results: list[dict[str, Any]], worst: str, fail_on: str, rows: int) -> str:
+    """`empty`, `failed` (a result reached `fail_on`), `error` (every result errored) or `passed`."""
+    if rows == 0:
+        return "empty"
+    if severity_at_least(worst, fail_on):
+        return "failed"
+    if results and all(r["status"] == "error" for r in results):
+        return "error"
+    return "passed"
+
+
+def apply_model(spec: MonitorSpec, frames: list[Any], columns: Columns) -> tuple[list[Any], Columns]:
+    """Score each frame with the spec's model when the data carry no predictions."""
+    if not spec.model:
+        return frames, columns
+    model = load_model(spec.model, spec.base_dir)
+    scored = [score_frame(model, frame, columns) for frame in frames]
+    return [frame for frame, _ in scored], scored[-1][1]
+
+
+def run_monitor(
+    spec: MonitorSpec,
+    batch_id: str | None = None,
+    *,
+    driver: Driver | None = None,
+    cache: ProfileCache | None = None,
+    alerts: bool = True,
+    retrain: bool = True,
+) -> RunSummary:
+    """One monitor run over one batch (the newest when `batch_id` is None).
+
+    `alerts` and `retrain` switch off alerting and the retraining trigger, e.g. for a backfill of
+    historical batches; the results are stored either way.
+    """
+    driver = driver or Driver()
+    state_dir = spec.base_dir / ".driftline"
+    cache = cache or ProfileCache(state_dir / "profiles")
+    reference = driver.step("load-reference", load_reference, *source_args(spec, spec.reference, "reference"))
+    batch: Batch = driver.step(
+        "load-batch", load_batch, *source_args(spec, spec.batches, "batches"), batch_id
+    )
+    driver.logger.info(
+        "monitor %s: batch %s, %d rows (reference %d rows)",
+        spec.name,
+        batch.batch_id,
+        len(batch.frame),
+        len(reference),
+    )
+    started = {
+        "monitor": spec.name,
+        "batch_id": batch.batch_id,
+        "batch_time": batch.batch_time,
+        "flow_run_id": driver.run_id,
+    }
+    run_id = mark_started(spec, started)
+    try:
+        return _evaluate(spec, reference, batch, cache, state_dir, driver, alerts=alerts, retrain=retrain)
+    except BaseException as exc:
+        mark_crashed(spec, run_id, exc)
+        raise
+
+
+def _evaluate(
+    spec: MonitorSpec,
+    reference: pd.DataFrame,
+    batch: Batch,
+    cache: ProfileCache,
+    state_dir: Path,
+    driver: Driver,
+    *,
+    alerts: bool,
+    retrain: bool,
+) -> RunSummary:
+    """Checks, storage, alerts, retraining and report for one loaded batch."""
+    try:
+        columns = infer_columns(reference, spec.columns)
+    except CheckInputError as exc:
+        raise SpecError(f"{spec.name}: columns: {exc}") from None
+    (reference, current), columns = apply_model(spec, [reference, batch.frame], columns)
+
+    ref_hash = frame_fingerprint(reference)
+    jobs = build_jobs(spec, current, columns, reference, ref_hash, cache)
+    results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
+
+    worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
+    summary = RunSummary(
+        monitor=spec.name,
+        batch_id=batch.batch_id,
+        batch_time=batch.batch_time.isoformat(),
+        rows=len(current),
+        status=run_status(results, worst, spec.fail_on, len(current)),
+        worst_severity=worst,
+        results=results,
+        engine=driver.name,
+    )
+    record = {
+        "monitor": spec.name,
+        "batch_id": batch.batch_id,
+        "batch_time": batch.batch_time,
+        "results": results,
+        "status": summary.status,
+        "worst_severity": worst,
+        "rows": len(current),
+        "flow_run_id": driver.run_id,
+        "details": {"reference_rows": len(reference), "reference_hash": ref_hash},
+    }
+    persisted = persist_run(spec, record, state_dir / "spool", alerts=alerts, driver=driver)
+    summary.stored, summary.alerts = persisted.stored, persisted.alerts
+    if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
+        summary.retraining = driver.retrain(spec, _retrain_request(spec, summary, ref_hash), state_dir)
+    summary.figures = _report(summary, state_dir / "reports", driver)
+    driver.logger.info(
+        "monitor %s batch %s: %s (worst severity %s)", spec.name, batch.batch_id, summary.status, worst
+    )
+    return summary
+
+
+def _retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> RetrainRequest:
+    assert spec.retrain is not None
+    failing = summary.failing(spec.retrain.min_severity)[:10]
+    return RetrainRequest(
+        monitor=spec.name,
+        batch_id=summary.batch_id,
+        run_key=ref_hash[:16],
+        severity=summary.worst_severity,
+        failing_checks=[{k: r[k] for k in ("check", "target", "severity", "metrics")} for r in failing],
+        spec_path=str(spec.path) if spec.path else None,
+    )
+
+
+def _report(summary: RunSummary, report_dir: Path, driver: Driver) -> list[str]:
+    """The run's figures, published by the engine; a failure here is logged, never fatal (the run is
+    stored)."""
+    try:
+        figures = write_figures(summary.results, report_dir / summary.monitor / summary.batch_id)
+        driver.publish(summary.to_dict(), figures)
+    except Exception as exc:
+        driver.logger.warning("run report not published: %s: %s", type(exc).__name__, exc)
+        return []
+    return [str(p) for p in figures]
