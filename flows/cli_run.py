@@ -1,39 +1,32 @@
-"""The `driftline` command line: run, serve and backfill monitors, list and evaluate checks, read history.
+"""`driftline run`, `backfill`, `serve`, `checks` and `evaluate`: run monitors and single checks.
 
-`checks` and `evaluate` never import Prefect, so they start fast and run anywhere.
+Only the Prefect engine and `serve` import Prefect; everything else starts fast and runs without it.
 """
 
 from __future__ import annotations
 
-import json
+import logging
+import os
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 import yaml
 
-from driftline.checks.result import format_number
-from driftline.flows.render import history_table, make_console, print_summary, results_table
-
-app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Continuous monitoring of deployed ML models."
+from driftline.flows.cli_common import (
+    EXIT_FAILED,
+    JsonOption,
+    app,
+    console,
+    crash,
+    errors,
+    fail,
+    json_mode,
+    print_json,
 )
-console = make_console()
-errors = make_console(stderr=True)
-
-EXIT_FAILED = 1  # a check reached the spec's `fail_on` severity
-EXIT_USAGE = 2  # bad spec, bad arguments, unreadable data
-EXIT_INTERNAL = 3  # an unexpected failure (a bug or an environment problem), never a verdict on the model
-
-
-def _fail(message: str) -> None:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(EXIT_USAGE)
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+from driftline.flows.render import print_summary, results_table
 
 
 def _parse_params(pairs: list[str]) -> dict[str, Any]:
@@ -42,7 +35,7 @@ def _parse_params(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            _fail(f"--param {pair!r}: expected key=value")
+            fail(f"--param {pair!r}: expected key=value")
         try:
             params[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError:
@@ -51,15 +44,16 @@ def _parse_params(pairs: list[str]) -> dict[str, Any]:
 
 
 @app.command("checks")
-def list_checks(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def list_checks(as_json: JsonOption = False) -> None:
     """List the check catalog: name, family, what it needs, default thresholds."""
+    json_mode(as_json)
     from rich.table import Table
 
     from driftline.checks import registry
 
     entries = [registry.describe(n) for n in registry.names()]
     if as_json:
-        _print_json(entries)
+        print_json(entries)
         return
     table = Table(title=f"{len(entries)} checks", title_justify="left")
     for col in ("name", "family", "needs", "thresholds", "summary"):
@@ -72,7 +66,9 @@ def list_checks(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
 
 @app.command()
 def evaluate(
-    check: Annotated[str, typer.Option("--check", "-c", help="Check name, e.g. drift.numeric.")],
+    check: Annotated[
+        list[str], typer.Option("--check", "-c", help="Check name, e.g. drift.numeric (repeat for several).")
+    ],
     reference: Annotated[Path, typer.Option("--reference", "-r", help="Reference CSV or Parquet file.")],
     current: Annotated[Path, typer.Option("--current", help="Current batch CSV or Parquet file.")],
     param: Annotated[
@@ -81,9 +77,10 @@ def evaluate(
             "--param", "-p", help="key=value: a check parameter or a column role (label=COL, numeric=[a,b])."
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Run one check on two files, without Prefect, and print its results."""
+    """Run checks on two files, without Prefect, and print their results."""
+    json_mode(as_json)
     from driftline.checks import registry
     from driftline.checks.columns import LIST_ROLES, SINGLE_ROLES, infer_columns
     from driftline.checks.errors import CheckInputError
@@ -93,44 +90,115 @@ def evaluate(
     params = _parse_params(param or [])
     roles = {k: params.pop(k) for k in list(params) if k in (*SINGLE_ROLES, *LIST_ROLES, "task")}
     try:
-        check_obj = registry.create(check, params)
+        check_objs = [registry.create(name, params) for name in check]
         ref_frame, cur_frame = read_table(reference), read_table(current)
         columns = infer_columns(ref_frame, roles)
     except (CheckInputError, SourceError) as exc:
-        _fail(str(exc))
-    results = [r.to_dict() for r in run_check(check_obj, cur_frame, columns, reference=ref_frame)]
+        fail(str(exc))
+    results = [r.to_dict() for c in check_objs for r in run_check(c, cur_frame, columns, reference=ref_frame)]
     if as_json:
-        _print_json(results)
+        print_json(results)
     else:
-        console.print(results_table(results, title=f"{check} on {current.name} against {reference.name}"))
+        title = f"{', '.join(check)} on {current.name} against {reference.name}"
+        console.print(results_table(results, title=title))
 
 
 def _load_spec_or_exit(spec_path: Path) -> Any:
-    from driftline.flows.spec import SpecError, load_spec
+    from driftline.tasks.spec import SpecError, load_spec
 
     try:
         return load_spec(spec_path)
     except SpecError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Show only results with a severity.")]
 
 
-def _run_monitor_flow(spec_path: Path, batch: str | None, **flags: bool) -> dict[str, Any]:
-    """One monitor flow run; bad input exits 2, an unexpected failure exits 3 (never 1, which means drift)."""
-    from driftline.flows.monitor import monitor
-    from driftline.flows.spec import SpecError
-    from driftline.tasks.model import ModelError
-    from driftline.tasks.sources import SourceError
+class Engine(StrEnum):
+    """Where a run executes."""
 
+    auto = "auto"
+    local = "local"
+    prefect = "prefect"
+
+
+EngineOption = Annotated[
+    Engine,
+    typer.Option(
+        "--engine",
+        "-e",
+        help="local: this process; prefect: a Prefect flow run; auto: prefect when PREFECT_API_URL is set.",
+    ),
+]
+
+
+def _prefect_flows(purpose: str) -> Any:
+    """The Prefect flows module; without Prefect installed, exit naming the extra to install."""
     try:
-        return monitor(str(spec_path.resolve()), batch, **flags)
-    except (SourceError, SpecError, ModelError) as exc:
-        _fail(str(exc))
-    except Exception as exc:
-        errors.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
-        raise typer.Exit(EXIT_INTERNAL) from exc
+        from driftline.flows import monitor
+    except ImportError as exc:
+        fail(f"{purpose} needs Prefect: pip install 'driftline[prefect]' ({exc})")
+    return monitor
+
+
+def _engine(choice: Engine) -> Engine:
+    """The engine a run uses: the one asked for, or Prefect only when a Prefect API is configured."""
+    if choice is not Engine.auto:
+        return choice
+    return Engine.prefect if os.environ.get("PREFECT_API_URL") else Engine.local
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever `sys.stderr` is at the time of the record, never to a stale stream."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        """The stream is always the current standard error."""
+
+
+def _show_progress() -> None:
+    """Progress of local runs on standard error (Prefect shows its own logs)."""
+    driftline_log = logging.getLogger("driftline")
+    if not any(isinstance(h, _StderrHandler) for h in driftline_log.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        driftline_log.addHandler(handler)
+    driftline_log.setLevel(logging.INFO)
+
+
+class BatchRunner:
+    """Runs one batch at a time on the chosen engine, sharing the profile cache between batches."""
+
+    def __init__(self, spec_path: Path, spec: Any, engine: Engine) -> None:
+        from driftline.tasks.profiles import ProfileCache
+
+        self.spec_path, self.spec, self.engine = spec_path, spec, _engine(engine)
+        self.cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
+        if self.engine is Engine.prefect:
+            self.flow = _prefect_flows("the Prefect engine").monitor
+        else:
+            _show_progress()
+
+    def run(self, batch: str | None, **flags: bool) -> dict[str, Any]:
+        """One batch; bad input exits 2, an unexpected failure exits 3 (never 1, which means drift)."""
+        from driftline.tasks.model import ModelError
+        from driftline.tasks.pipeline import run_monitor
+        from driftline.tasks.sources import SourceError
+        from driftline.tasks.spec import SpecError
+
+        try:
+            if self.engine is Engine.prefect:
+                return self.flow(str(self.spec_path.resolve()), batch, **flags)
+            return run_monitor(self.spec, batch, cache=self.cache, **flags).to_dict()
+        except (SourceError, SpecError, ModelError) as exc:
+            fail(str(exc))
+        except Exception as exc:
+            crash(exc)
 
 
 def _gate(summaries: list[dict[str, Any]]) -> None:
@@ -147,14 +215,16 @@ def run(
     batch: Annotated[
         str | None, typer.Option("--batch", "-b", help="Batch id (default: the newest).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON.")] = False,
+    as_json: JsonOption = False,
     quiet: QuietOption = False,
+    engine: EngineOption = Engine.auto,
 ) -> None:
     """Run a monitor over one batch; exit 1 when a check reaches `fail_on` or the batch is empty."""
-    _load_spec_or_exit(spec_path)
-    summary = _run_monitor_flow(spec_path, batch)
+    json_mode(as_json)
+    spec = _load_spec_or_exit(spec_path)
+    summary = BatchRunner(spec_path, spec, engine).run(batch)
     if as_json:
-        _print_json(summary)
+        print_json(summary)
     else:
         print_summary(console, summary, show_ok=not quiet)
     _gate([summary])
@@ -172,26 +242,29 @@ def backfill(
         bool, typer.Option("--alerts/--no-alerts", help="Alert on these past batches.")
     ] = False,
     retrain: Annotated[bool, typer.Option("--retrain/--no-retrain", help="Trigger retraining.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run summaries as JSON.")] = False,
+    as_json: JsonOption = False,
     quiet: QuietOption = False,
+    engine: EngineOption = Engine.auto,
 ) -> None:
     """Run a monitor over past batches, oldest first, printing each as it finishes; exit 1 if any failed."""
-    from driftline.flows.spec import SpecError, past_batch_ids
+    json_mode(as_json)
+    from driftline.tasks.spec import SpecError, past_batch_ids
 
     spec = _load_spec_or_exit(spec_path)
     try:
         batch_ids = past_batch_ids(spec, batch)
     except SpecError as exc:
-        _fail(str(exc))
+        fail(str(exc))
+    runner = BatchRunner(spec_path, spec, engine)
     summaries = []
     for i, batch_id in enumerate(batch_ids, 1):
         errors.print(f"[{i}/{len(batch_ids)}] batch {batch_id}", highlight=False)
-        summary = _run_monitor_flow(spec_path, batch_id, alerts=alerts, retrain=retrain)
+        summary = runner.run(batch_id, alerts=alerts, retrain=retrain)
         summaries.append(summary)
         if not as_json:
             print_summary(console, summary, show_ok=not quiet)
     if as_json:
-        _print_json(summaries)
+        print_json(summaries)
     _gate(summaries)
 
 
@@ -199,185 +272,10 @@ def backfill(
 def serve(spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML).")]) -> None:
     """Serve the monitor as a Prefect deployment on the spec's cron schedule (runs until stopped)."""
     spec = _load_spec_or_exit(spec_path)
+    flows = _prefect_flows("serve")
     from prefect import serve as prefect_serve
-
-    from driftline.flows.monitor import monitor_deployment
 
     console.print(
         f"serving {spec.name} on cron {spec.schedule.cron!r} ({spec.schedule.timezone}); Ctrl-C stops"
     )
-    prefect_serve(monitor_deployment(spec, spec_path))
-
-
-DatabaseOption = Annotated[
-    str | None,
-    typer.Option("--db", help="Database URL (default: $DRIFTLINE_DATABASE_URL or ./driftline.db)."),
-]
-CheckOption = Annotated[str | None, typer.Option("--check", help="Only this check.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-
-
-def _open_history(database: str | None) -> Any:
-    """The history database, read-only use: a missing or unreachable one exits naming its (masked) URL."""
-    from driftline.tasks.history.db import StoreUnavailable, open_store, resolve_database_url
-
-    try:
-        return open_store(resolve_database_url(database), create=False)
-    except StoreUnavailable as exc:
-        _fail(str(exc))
-
-
-def _read_history(database: str | None, monitor_name: str, **filters: Any) -> Any:
-    """The monitor's metric history as a frame."""
-    from driftline.tasks.history.query import read_history
-
-    engine = _open_history(database)
-    try:
-        return read_history(engine, monitor_name, **filters)
-    finally:
-        engine.dispose()
-
-
-def _records(frame: Any) -> list[dict[str, Any]]:
-    return json.loads(frame.to_json(orient="records", date_format="iso"))
-
-
-@app.command()
-def history(
-    monitor_name: Annotated[str, typer.Argument(metavar="MONITOR", help="Monitor name.")],
-    check: CheckOption = None,
-    target: Annotated[
-        str | None, typer.Option("--target", help="Only this target (column, subset, ...).")
-    ] = None,
-    metric: Annotated[str | None, typer.Option("--metric", help="Only this metric.")] = None,
-    since: Annotated[
-        str | None, typer.Option("--since", help="Only batches from this date (YYYY-MM-DD).")
-    ] = None,
-    database: DatabaseOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Print the metric history of a monitor."""
-    from datetime import UTC, datetime
-
-    try:
-        since_time = datetime.fromisoformat(since).replace(tzinfo=UTC) if since else None
-    except ValueError:
-        _fail(f"--since {since!r}: expected a date such as 2024-05-01")
-    records = _records(
-        _read_history(database, monitor_name, check=check, target=target, metric=metric, since=since_time)
-    )
-    if as_json:
-        _print_json(records)
-    elif not records:
-        errors.print(f"no history for monitor {monitor_name!r} with these filters")
-    else:
-        console.print(history_table(records, title=f"{monitor_name}: {len(records)} values"))
-
-
-@app.command()
-def runs(
-    monitor_name: Annotated[str, typer.Argument(metavar="MONITOR", help="Monitor name.")],
-    batch: Annotated[
-        str | None,
-        typer.Option("--batch", "-b", help="Show this stored batch's results ('latest' for the newest)."),
-    ] = None,
-    limit: Annotated[int, typer.Option(help="How many runs to list.")] = 20,
-    database: DatabaseOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """List a monitor's recent runs, or show the stored results of one batch."""
-    from rich.table import Table
-
-    from driftline.tasks.history.query import latest_results, list_runs
-
-    engine = _open_history(database)
-    try:
-        if batch is not None:
-            results = latest_results(engine, monitor_name, None if batch == "latest" else batch)
-        else:
-            recent = list_runs(engine, monitor_name, limit=limit)
-    finally:
-        engine.dispose()
-    if batch is not None:
-        if not results:
-            _fail(f"no stored results for monitor {monitor_name!r}, batch {batch!r}")
-        if as_json:
-            _print_json(results)
-        else:
-            console.print(results_table(results, title=f"{monitor_name} · batch {batch} (stored)"))
-        return
-    if as_json:
-        _print_json(json.loads(json.dumps(recent, default=str)))
-        return
-    table = Table(title=f"{monitor_name}: {len(recent)} most recent runs", title_justify="left")
-    for name in ("batch", "batch time", "status", "worst severity", "rows", "finished"):
-        table.add_column(name)
-    for r in recent:
-        table.add_row(
-            str(r["batch_id"]),
-            str(r["batch_time"])[:19],
-            r["status"],
-            r["worst_severity"],
-            format_number(r["rows"]),
-            str(r["finished_at"] or "")[:19],
-        )
-    console.print(table)
-
-
-@app.command()
-def trend(
-    monitor_name: Annotated[str, typer.Argument(metavar="MONITOR", help="Monitor name.")],
-    check: CheckOption = None,
-    metric: Annotated[str | None, typer.Option("--metric", help="Only this metric (e.g. psi).")] = None,
-    window: Annotated[int, typer.Option(help="Runs in the rolling baseline.")] = 10,
-    z: Annotated[float, typer.Option(help="Show series whose latest robust z-score reaches this.")] = 3.0,
-    min_severity: Annotated[str, typer.Option(help="Severity that counts toward a streak.")] = "medium",
-    runs: Annotated[int, typer.Option(help="Consecutive runs that make drift sustained.")] = 3,
-    database: DatabaseOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Sustained drift (a severity held for several runs) and values far from their rolling baseline."""
-    from rich.table import Table
-
-    from driftline.tasks.history.trend import latest_zscores, sustained_drift
-
-    frame = _read_history(database, monitor_name, check=check, metric=metric)
-    if frame.empty:
-        _fail(f"no history for monitor {monitor_name!r}")
-    try:
-        streaks = sustained_drift(frame, min_severity=min_severity, runs=runs)
-        latest = latest_zscores(frame, window=window)
-    except ValueError as exc:
-        _fail(str(exc))
-    streaks = streaks[streaks["streak"] > 0].sort_values("streak", ascending=False)
-    outliers = latest[latest["robust_z"].abs() >= z].sort_values("robust_z", key=abs, ascending=False)
-    if as_json:
-        _print_json({"sustained": _records(streaks), "outliers": _records(outliers)})
-        return
-    table = Table(title=f"{monitor_name}: runs at {min_severity} or above (sustained from {runs})")
-    for name in ("check", "target", "streak", "since batch", "last severity", "sustained"):
-        table.add_column(name)
-    for r in streaks.itertuples():
-        table.add_row(
-            r.check,
-            r.target,
-            str(r.streak),
-            str(r.since_batch),
-            r.last_severity,
-            "yes" if r.sustained else "",
-        )
-    console.print(table)
-    table = Table(title=f"latest values with |robust z| >= {z:g} against the previous {window} runs")
-    for name in ("check", "target", "metric", "batch", "value", "baseline median", "robust z"):
-        table.add_column(name)
-    for r in outliers.itertuples():
-        values = (r.value, r.baseline_median, r.robust_z)
-        table.add_row(
-            r.check, r.target, r.metric, str(r.batch_id), *(format_number(float(v)) for v in values)
-        )
-    console.print(table)
-
-
-def main() -> None:
-    """Console-script entry point."""
-    app()
+    prefect_serve(flows.monitor_deployment(spec, spec_path))

@@ -111,7 +111,7 @@ def test_evaluate_and_checks_do_not_import_prefect(files) -> None:
 
 @pytest.mark.usefixtures("prefect_server")
 def test_run_exit_codes_and_history(demo_data: Path, tmp_path: Path) -> None:
-    from tests.flows.test_monitor_flow import write_spec
+    from tests.demo import write_spec
 
     url = f"sqlite:///{tmp_path / 'h.db'}"
     spec = write_spec(demo_data, tmp_path, store_url=url, retrain=None)
