@@ -22,6 +22,7 @@ T = TypeVar("T")
 
 # How long a terminated worker gets to exit before it is killed.
 TERMINATE_GRACE_S = 2.0
+PR_SET_PDEATHSIG = 1  # prctl option: the signal a process gets when its parent thread ends
 
 
 class IsolationError(RuntimeError):
@@ -53,6 +54,18 @@ def _limit_memory(memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this worker when its parent dies (Linux), so no worker outlives a killed run."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
 def _send(conn: Connection, message: tuple[str, Any]) -> None:
     try:
         conn.send(message)
@@ -60,10 +73,11 @@ def _send(conn: Connection, message: tuple[str, Any]) -> None:
         conn.send(("raised", (type(exc).__name__, f"result could not be sent back: {exc}")))
 
 
-def _child(fn: Callable[[], Any], conn: Connection, memory_mb: int | None) -> None:
+def _child(fn: Callable[[], Any], conn: Connection, memory_mb: int | None, parent: int) -> None:
     """Body of the worker: compute, answer once, and leave without running the parent's exit hooks."""
     code = 0
     try:
+        _die_with_parent(parent)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if memory_mb is not None:
@@ -128,7 +142,7 @@ def run_isolated(
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(
-        target=_child, args=(fn, sender, memory_mb), name=f"driftline-{label}", daemon=True
+        target=_child, args=(fn, sender, memory_mb, os.getpid()), name=f"driftline-{label}", daemon=True
     )
     process.start()
     sender.close()

@@ -1,0 +1,64 @@
+"""`kill -9` of `driftline run` in the middle of a run: nothing it started outlives it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.demo import write_spec
+
+ROOT = Path(__file__).parents[2]
+RUN = (
+    "import sys\n"
+    "import tests.faults.stuck_check\n"
+    "from driftline.flows.cli import main\n"
+    "sys.argv = ['driftline', 'run', sys.argv[1], '--batch', '2018-12', '--engine', 'local']\n"
+    "main()\n"
+)
+
+
+def children(pid: int) -> set[int]:
+    """Direct child processes of `pid` (from /proc)."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.update(int(c) for c in text)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {timeout} s")
+        time.sleep(0.1)
+
+
+def test_killing_the_cli_mid_run_leaves_no_worker_behind(demo_data: Path, tmp_path: Path) -> None:
+    """The check workers die with the CLI process (and the plain engine starts no server)."""
+    checks = ["drift.numeric", "testing.never_finishes"]
+    spec = write_spec(demo_data, tmp_path, store_url=f"sqlite:///{tmp_path / 'h.db'}", checks=checks)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    cli = subprocess.Popen([sys.executable, "-c", RUN, str(spec)], cwd=ROOT, env=env)
+    try:
+        wait_for(lambda: len(children(cli.pid)) >= 1, 60, "no check worker started")
+        workers = children(cli.pid)
+        os.kill(cli.pid, signal.SIGKILL)
+        cli.wait(10)
+        wait_for(lambda: not any(alive(w) for w in workers), 10, f"workers {workers} outlived the CLI")
+    finally:
+        if cli.poll() is None:
+            cli.kill()
