@@ -53,6 +53,7 @@ def test_killing_the_cli_mid_run_leaves_no_worker_behind(demo_data: Path, tmp_pa
     spec = write_spec(demo_data, tmp_path, store_url=f"sqlite:///{tmp_path / 'h.db'}", checks=checks)
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     cli = subprocess.Popen([sys.executable, "-c", RUN, str(spec)], cwd=ROOT, env=env)
+    workers: set[int] = set()
     try:
         wait_for(lambda: len(children(cli.pid)) >= 1, 60, "no check worker started")
         workers = children(cli.pid)
@@ -60,5 +61,6 @@ def test_killing_the_cli_mid_run_leaves_no_worker_behind(demo_data: Path, tmp_pa
         cli.wait(10)
         wait_for(lambda: not any(alive(w) for w in workers), 10, f"workers {workers} outlived the CLI")
     finally:
-        if cli.poll() is None:
-            cli.kill()
+        for pid in [cli.pid, *workers]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
