@@ -48,6 +48,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
         yield from _postgres_database()
 
 
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh database on the real PostgreSQL (fails under CI=true when it is unreachable)."""
+    yield from _postgres_database()
+
+
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's reference, six census batches and spec, built once (model trained on ACS 2015)."""
