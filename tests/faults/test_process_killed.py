@@ -14,7 +14,8 @@ from tests.demo import write_spec
 ROOT = Path(__file__).parents[2]
 RUN = (
     "import sys\n"
-    "import tests.faults.stuck_check\n"
+    "import tests.runaway_checks\n"
+    "tests.runaway_checks.register()\n"
     "from driftline.flows.cli import main\n"
     "sys.argv = ['driftline', 'run', sys.argv[1], '--batch', '2018-12', '--engine', 'local']\n"
     "main()\n"
@@ -49,7 +50,7 @@ def wait_for(condition, timeout: float, what: str) -> None:
 
 def test_killing_the_cli_mid_run_leaves_no_worker_behind(demo_data: Path, tmp_path: Path) -> None:
     """The check workers die with the CLI process (and the plain engine starts no server)."""
-    checks = ["drift.numeric", "testing.never_finishes"]
+    checks = ["drift.numeric", "testing.sleeps_forever"]
     spec = write_spec(demo_data, tmp_path, store_url=f"sqlite:///{tmp_path / 'h.db'}", checks=checks)
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     cli = subprocess.Popen([sys.executable, "-c", RUN, str(spec)], cwd=ROOT, env=env)

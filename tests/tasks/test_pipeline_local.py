@@ -8,21 +8,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
 
-import pandas as pd
 import pytest
 
-from driftline.checks import registry
-from driftline.checks.base import Check
-from driftline.checks.columns import Columns
-from driftline.checks.result import CheckResult
 from driftline.tasks.history.models import ResultRow, Run
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.spec import load_spec
 from tests.demo import count, write_spec
+from tests.runaway_checks import registered
 
 ROOT = Path(__file__).parents[2]
 
@@ -59,45 +53,11 @@ def test_every_core_module_imports_and_a_run_completes_without_prefect(
     assert (status, engine) == ("failed", "local") and int(results) > 20
 
 
-@dataclass(kw_only=True)
-class SleepsForever(Check):
-    """Test-only check that never returns."""
-
-    name: ClassVar[str] = "testing.sleeps_forever"
-    family: ClassVar[str] = "testing"
-
-    def fit(self, reference: pd.DataFrame, columns: Columns) -> None:
-        return None
-
-    def evaluate(self, current: pd.DataFrame, profile: Any, columns: Columns) -> list[CheckResult]:
-        while True:
-            time.sleep(1)
-
-
-@dataclass(kw_only=True)
-class AllocatesForever(Check):
-    """Test-only check that allocates memory until it is stopped."""
-
-    name: ClassVar[str] = "testing.allocates_forever"
-    family: ClassVar[str] = "testing"
-
-    def fit(self, reference: pd.DataFrame, columns: Columns) -> None:
-        return None
-
-    def evaluate(self, current: pd.DataFrame, profile: Any, columns: Columns) -> list[CheckResult]:
-        hoard = []
-        while True:
-            hoard.append(bytearray(50 * 2**20))
-
-
 @pytest.fixture
 def runaway_checks() -> Iterator[None]:
-    """The two test-only checks in the catalog for one test, then out of it again."""
-    for cls in (SleepsForever, AllocatesForever):
-        registry.register(cls)
-    yield
-    for cls in (SleepsForever, AllocatesForever):
-        registry._REGISTRY.pop(cls.name, None)
+    """The test-only checks that never finish, in the catalog for one test."""
+    with registered():
+        yield
 
 
 @pytest.mark.usefixtures("runaway_checks")
