@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from contextlib import ExitStack
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -172,17 +173,34 @@ def _show_progress() -> None:
 
 
 class BatchRunner:
-    """Runs one batch at a time on the chosen engine, sharing the profile cache between batches."""
+    """Runs one batch at a time on the chosen engine, sharing the profile cache between batches.
+
+    A context manager: under the Prefect engine with no API configured, it starts a temporary Prefect
+    server for the command and stops it at the end (the server also dies if the command is killed).
+    """
 
     def __init__(self, spec_path: Path, spec: Any, engine: Engine) -> None:
         from driftline.tasks.profiles import ProfileCache
 
         self.spec_path, self.spec, self.engine = spec_path, spec, _engine(engine)
         self.cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
+        self._stack = ExitStack()
+
+    def __enter__(self) -> BatchRunner:
         if self.engine is Engine.prefect:
             self.flow = _prefect_flows("the Prefect engine").monitor
+            from driftline.flows.temporary_server import prefect_api
+
+            try:
+                self._stack.enter_context(prefect_api())
+            except RuntimeError as exc:
+                crash(exc)
         else:
             _show_progress()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stack.close()
 
     def run(self, batch: str | None, **flags: bool) -> dict[str, Any]:
         """One batch; bad input exits 2, an unexpected failure exits 3 (never 1, which means drift)."""
@@ -222,7 +240,8 @@ def run(
     """Run a monitor over one batch; exit 1 when a check reaches `fail_on` or the batch is empty."""
     json_mode(as_json)
     spec = _load_spec_or_exit(spec_path)
-    summary = BatchRunner(spec_path, spec, engine).run(batch)
+    with BatchRunner(spec_path, spec, engine) as runner:
+        summary = runner.run(batch)
     if as_json:
         print_json(summary)
     else:
@@ -255,14 +274,14 @@ def backfill(
         batch_ids = past_batch_ids(spec, batch)
     except SpecError as exc:
         fail(str(exc))
-    runner = BatchRunner(spec_path, spec, engine)
     summaries = []
-    for i, batch_id in enumerate(batch_ids, 1):
-        errors.print(f"[{i}/{len(batch_ids)}] batch {batch_id}", highlight=False)
-        summary = runner.run(batch_id, alerts=alerts, retrain=retrain)
-        summaries.append(summary)
-        if not as_json:
-            print_summary(console, summary, show_ok=not quiet)
+    with BatchRunner(spec_path, spec, engine) as runner:
+        for i, batch_id in enumerate(batch_ids, 1):
+            errors.print(f"[{i}/{len(batch_ids)}] batch {batch_id}", highlight=False)
+            summary = runner.run(batch_id, alerts=alerts, retrain=retrain)
+            summaries.append(summary)
+            if not as_json:
+                print_summary(console, summary, show_ok=not quiet)
     if as_json:
         print_json(summaries)
     _gate(summaries)

@@ -99,10 +99,12 @@ def main() -> None:
     console.print("starting a local Prefect server for the flow runs (about 15 s) ...")
 
     from driftline.flows.monitor import monitor
+    from driftline.flows.temporary_server import prefect_api
 
-    for batch_id, _, strength in BATCHES:
-        console.rule(f"batch {batch_id} (age tilt {strength})")
-        print_summary(console, monitor(str(spec_path.resolve()), batch_id), show_ok=False)
+    with prefect_api():
+        for batch_id, _, strength in BATCHES:
+            console.rule(f"batch {batch_id} (age tilt {strength})")
+            print_summary(console, monitor(str(spec_path.resolve()), batch_id), show_ok=False)
     console.print(
         f"\n[bold]done in {time.perf_counter() - started:.0f} s.[/] Metric history:\n"
         f"  .venv/bin/driftline history acs-employment --check drift.prediction --db {HISTORY_URL}\n"

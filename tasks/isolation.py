@@ -54,8 +54,9 @@ def _limit_memory(memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _die_with_parent(parent: int) -> None:
-    """Have the kernel kill this worker when its parent dies (Linux), so no worker outlives a killed run."""
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when `parent` (the thread that started it) dies (Linux), so
+    nothing a run starts outlives it."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -77,7 +78,7 @@ def _child(fn: Callable[[], Any], conn: Connection, memory_mb: int | None, paren
     """Body of the worker: compute, answer once, and leave without running the parent's exit hooks."""
     code = 0
     try:
-        _die_with_parent(parent)
+        die_with_parent(parent)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if memory_mb is not None:

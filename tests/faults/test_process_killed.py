@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.demo import write_spec
 
 ROOT = Path(__file__).parents[2]
@@ -17,7 +19,7 @@ RUN = (
     "import tests.runaway_checks\n"
     "tests.runaway_checks.register()\n"
     "from driftline.flows.cli import main\n"
-    "sys.argv = ['driftline', 'run', sys.argv[1], '--batch', '2018-12', '--engine', 'local']\n"
+    "sys.argv = ['driftline', 'run', sys.argv[1], '--batch', '2018-12', '--engine', sys.argv[2]]\n"
     "main()\n"
 )
 
@@ -48,19 +50,23 @@ def wait_for(condition, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def test_killing_the_cli_mid_run_leaves_no_worker_behind(demo_data: Path, tmp_path: Path) -> None:
-    """The check workers die with the CLI process (and the plain engine starts no server)."""
+@pytest.mark.parametrize(("engine", "started"), [("local", 1), ("prefect", 2)])
+def test_killing_the_cli_mid_run_leaves_nothing_behind(
+    demo_data: Path, tmp_path: Path, engine: str, started: int
+) -> None:
+    """The check workers, and the temporary Prefect server of the Prefect engine, die with the CLI."""
     checks = ["drift.numeric", "testing.sleeps_forever"]
     spec = write_spec(demo_data, tmp_path, store_url=f"sqlite:///{tmp_path / 'h.db'}", checks=checks)
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    cli = subprocess.Popen([sys.executable, "-c", RUN, str(spec)], cwd=ROOT, env=env)
+    cli = subprocess.Popen([sys.executable, "-c", RUN, str(spec), engine], cwd=ROOT, env=env)
     workers: set[int] = set()
     try:
-        wait_for(lambda: len(children(cli.pid)) >= 1, 60, "no check worker started")
+        wait_for(lambda: len(children(cli.pid)) >= started, 120, f"fewer than {started} child processes")
+        time.sleep(1)  # let the other checks' workers start too
         workers = children(cli.pid)
         os.kill(cli.pid, signal.SIGKILL)
         cli.wait(10)
-        wait_for(lambda: not any(alive(w) for w in workers), 10, f"workers {workers} outlived the CLI")
+        wait_for(lambda: not any(alive(w) for w in workers), 15, f"processes {workers} outlived the CLI")
     finally:
         for pid in [cli.pid, *workers]:
             if alive(pid):
