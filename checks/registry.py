@@ -1,4 +1,8 @@
-"""The catalog: maps public dotted names (`drift.numeric`, `subset.auc`, ...) to check classes."""
+"""The catalog: maps public dotted names (`drift.numeric`, `subset.auc`, ...) to check classes.
+
+Lookups are lazy: a name's module is imported the first time the name is asked for (see
+`catalog_index.CATALOG`); checks registered at run time by other modules are found as well.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from driftline.checks.base import Check
+from driftline.checks.catalog_index import CATALOG
 from driftline.checks.errors import CheckInputError
 
 _REGISTRY: dict[str, type[Check]] = {}
 _LOADED = False
 
 # Modules of the `checks` package that hold infrastructure, not catalog entries.
-_INFRASTRUCTURE = {"base", "columns", "errors", "registry", "result", "runner", "impact", "fingerprint"}
+_INFRASTRUCTURE = {
+    "base",
+    "catalog_index",
+    "columns",
+    "errors",
+    "registry",
+    "result",
+    "runner",
+    "impact",
+    "fingerprint",
+}
 
 
 def register(cls: type[Check]) -> type[Check]:
@@ -30,7 +45,8 @@ def register(cls: type[Check]) -> type[Check]:
 
 
 def load_catalog() -> None:
-    """Import every module of the `checks` package so their `@register` decorators run."""
+    """Import every module of the `checks` package so their `@register` decorators run (listings and
+    the test that keeps the static table true)."""
     global _LOADED
     if _LOADED:
         return
@@ -43,20 +59,21 @@ def load_catalog() -> None:
 
 
 def names() -> list[str]:
-    """Every registered check name, sorted."""
-    load_catalog()
-    return sorted(_REGISTRY)
+    """Every check name, sorted, without importing the check modules."""
+    return sorted(set(CATALOG) | set(_REGISTRY))
 
 
 def get(name: str) -> type[Check]:
-    """The check class registered as `name`; an unknown name is an error listing close matches."""
-    load_catalog()
+    """The check class registered as `name` (importing its module only); an unknown name is an error
+    listing close matches."""
+    if name not in _REGISTRY and name in CATALOG:
+        importlib.import_module(CATALOG[name])
     try:
         return _REGISTRY[name]
     except KeyError:
         import difflib
 
-        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        close = difflib.get_close_matches(name, names(), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; run `driftline checks` for the catalog"
         raise CheckInputError(f"unknown check {name!r}{hint}") from None
 
