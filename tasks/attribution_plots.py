@@ -125,14 +125,27 @@ def figure_name(*parts: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
 
 
+def _figures(results: list[Mapping[str, Any]], directory: Path) -> list[tuple[Path, Any, Mapping[str, Any]]]:
+    """(file, drawing function, details) of every result that carries a segmentation tree or a
+    pair cross matrix."""
+    return [
+        (directory / f"{figure_name(r['check'], key)}.png", draw, r["details"])
+        for r in results
+        for key, draw in FIGURES.items()
+        if r["status"] == "ok" and key in (r.get("details") or {})
+    ]
+
+
 def write_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Path]:
-    """PNG files of every result that carries a segmentation tree or a pair cross matrix."""
+    """Draw the PNG figures of `results` into `directory`; returns their paths."""
     paths = []
-    for r in results:
-        for key, draw in FIGURES.items():
-            if r["status"] == "ok" and key in (r.get("details") or {}):
-                directory.mkdir(parents=True, exist_ok=True)
-                path = directory / f"{figure_name(r['check'], key)}.png"
-                path.write_bytes(draw(r["details"]))
-                paths.append(path)
+    for path, draw, details in _figures(results, directory):
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(draw(details))
+        paths.append(path)
     return paths
+
+
+def drawn_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Path]:
+    """The figures of `results` that were drawn into `directory`."""
+    return [path for path, _, _ in _figures(results, directory) if path.exists()]

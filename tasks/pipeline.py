@@ -7,8 +7,10 @@ here imports an orchestrator, so every engine stores the same rows and raises th
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from driftline.checks.columns import Columns, infer_columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.fingerprint import frame_fingerprint
 from driftline.checks.result import severity_rank, worst_severity
-from driftline.tasks.attribution_plots import write_figures
+from driftline.tasks.attribution_plots import drawn_figures, write_figures
 from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.model import load_model, score_frame
 from driftline.tasks.persist import mark_crashed, mark_started, persist_run
@@ -31,6 +33,7 @@ from driftline.tasks.spec import CheckSpec, MonitorSpec, Source, SpecError, seve
 from driftline.tasks.steps import evaluate_check, load_batch, load_reference
 
 SCHEMA_CHECK = "schema.columns"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -86,6 +89,7 @@ def build_jobs(
     reference: pd.DataFrame,
     ref_hash: str,
     cache: ProfileCache,
+    figure_dir: Path,
 ) -> list[CheckJob]:
     """The schema check first (unless listed), then the spec's checks in order, each with its limits."""
     entries: list[tuple[str, dict[str, Any], CheckSpec | None]] = [
@@ -101,7 +105,9 @@ def build_jobs(
             CheckJob(
                 check=check,
                 label=check_label(check, entry),
-                evaluate=_evaluator(check, current, columns, reference, ref_hash, cache),
+                evaluate=partial(
+                    _evaluate_and_draw, check, current, columns, reference, ref_hash, cache, figure_dir
+                ),
                 isolation=execution.isolation,
                 timeout_s=(entry.timeout_s if entry and entry.timeout_s else None) or execution.timeout_s,
                 memory_mb=execution.memory_mb,
@@ -110,15 +116,23 @@ def build_jobs(
     return jobs
 
 
-def _evaluator(
+def _evaluate_and_draw(
     check: Check,
     current: pd.DataFrame,
     columns: Columns,
     reference: pd.DataFrame,
     ref_hash: str,
     cache: ProfileCache,
-) -> Any:
-    return lambda: evaluate_check(check, current, columns, reference, ref_hash, cache)
+    figure_dir: Path,
+) -> list[dict[str, Any]]:
+    """One check's results, its figures drawn in the same worker (in parallel with the other checks);
+    a figure that cannot be drawn never costs a result."""
+    results = evaluate_check(check, current, columns, reference, ref_hash, cache)
+    try:
+        write_figures(results, figure_dir)
+    except Exception as exc:
+        log.warning("figures of %s not drawn: %s: %s", check.name, type(exc).__name__, exc)
+    return results
 
 
 def run_status(results: list[dict[str, Any]], worst: str, fail_on: str, rows: int) -> str:
@@ -202,7 +216,8 @@ def _evaluate(
     (reference, current), columns = apply_model(spec, [reference, batch.frame], columns)
 
     ref_hash = frame_fingerprint(reference)
-    jobs = build_jobs(spec, current, columns, reference, ref_hash, cache)
+    figure_dir = _figure_dir(state_dir, spec.name, batch.batch_id)
+    jobs = build_jobs(spec, current, columns, reference, ref_hash, cache, figure_dir)
     results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
 
     worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
@@ -231,7 +246,7 @@ def _evaluate(
     summary.stored, summary.alerts = persisted.stored, persisted.alerts
     if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
         summary.retraining = driver.retrain(spec, _retrain_request(spec, summary, ref_hash), state_dir)
-    summary.figures = _report(summary, state_dir / "reports", driver)
+    summary.figures = _report(summary, figure_dir, driver)
     driver.logger.info(
         "monitor %s batch %s: %s (worst severity %s)", spec.name, batch.batch_id, summary.status, worst
     )
@@ -251,11 +266,15 @@ def _retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> R
     )
 
 
-def _report(summary: RunSummary, report_dir: Path, driver: Driver) -> list[str]:
+def _figure_dir(state_dir: Path, monitor: str, batch_id: str) -> Path:
+    return state_dir / "reports" / monitor / batch_id
+
+
+def _report(summary: RunSummary, figure_dir: Path, driver: Driver) -> list[str]:
     """The run's figures, published by the engine; a failure here is logged, never fatal (the run is
     stored)."""
     try:
-        figures = write_figures(summary.results, report_dir / summary.monitor / summary.batch_id)
+        figures = drawn_figures(summary.results, figure_dir)
         driver.publish(summary.to_dict(), figures)
     except Exception as exc:
         driver.logger.warning("run report not published: %s: %s", type(exc).__name__, exc)
