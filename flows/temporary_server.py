@@ -94,4 +94,17 @@ def prefect_api() -> Iterator[str]:
         yield configured
         return
     with temporary_prefect_server() as url, temporary_settings({PREFECT_API_URL: url}):
-        yield url
+        try:
+            yield url
+        finally:
+            _flush_to_api()
+
+
+def _flush_to_api(timeout_s: float = 10.0) -> None:
+    """Send the logs and events still queued for the API while the server is up (else Prefect keeps
+    retrying them against a stopped server when the process exits)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for service in (APILogWorker, EventsWorker):
+        service.drain_all(timeout=timeout_s)

@@ -73,3 +73,34 @@ def test_the_same_batch_run_by_both_engines_stores_the_same_history(demo_data: P
         assert (local["engine"], prefect["engine"]) == ("local", "prefect")
         assert local["results"] == prefect["results"]
         assert local["alerts"] == prefect["alerts"]
+
+
+def test_the_prefect_engine_without_an_api_uses_a_server_of_its_own_and_exits(
+    demo_data: Path, tmp_path: Path
+) -> None:
+    """With no PREFECT_API_URL, `--engine prefect` starts a temporary server, runs the flow on it,
+    hands its logs over before stopping it, and exits without lingering (and without orphans)."""
+    import os
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    spec = write_spec(demo_data, tmp_path, store_url=url, retrain=None)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    command = [
+        sys.executable,
+        "-m",
+        "driftline",
+        "run",
+        str(spec),
+        "--batch",
+        "2016-06",
+        "--engine",
+        "prefect",
+    ]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Error logging to API" not in done.stderr
+    [(batch, status, _, rows)] = stored(url)["runs"]
+    assert (batch, status, rows) == ("2016-06", "passed", 6000)
