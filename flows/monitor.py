@@ -27,7 +27,11 @@ def monitor(
 
 
 def monitor_deployment(spec: MonitorSpec, spec_path: Path) -> Any:
-    """The monitor as a Prefect deployment on the spec's cron schedule (what `driftline serve` serves)."""
+    """The monitor as a Prefect deployment on the spec's cron schedule (what `driftline serve` serves).
+
+    Its entrypoint is the module path, so runs load the installed flow from any working directory.
+    """
+    from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
 
     return monitor.to_deployment(
@@ -36,4 +40,5 @@ def monitor_deployment(spec: MonitorSpec, spec_path: Path) -> Any:
         parameters={"spec_path": str(spec_path.resolve())},
         description=spec.description or f"driftline monitor {spec.name}",
         tags=["driftline"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )

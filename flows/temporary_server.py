@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from driftline.tasks.isolation import die_with_parent
@@ -48,10 +48,15 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def temporary_prefect_server(timeout_s: float = STARTUP_TIMEOUT_S) -> Iterator[str]:
-    """Start a Prefect server for this process and yield its API URL (UI off, analytics off)."""
+def temporary_prefect_server(
+    timeout_s: float = STARTUP_TIMEOUT_S, env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """Start a Prefect server for this process and yield its API URL (UI off, analytics off).
+
+    `env` replaces this process's environment for the server (e.g. another PREFECT_HOME).
+    """
     port = free_port()
-    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env = {**(env or os.environ), "PREFECT_UI_ENABLED": "0", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
     command = [
         sys.executable,
