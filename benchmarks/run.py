@@ -12,6 +12,8 @@ import sys
 import time
 
 BENCHMARKS = (
+    "bench_cli_run",
+    "bench_isolation",
     "bench_pipeline",
     "bench_catalog",
     "bench_drift",
