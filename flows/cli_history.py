@@ -44,11 +44,16 @@ def _monitor(monitor: str, database: str | None) -> tuple[str, str | None]:
 
 def _open_history(database: str | None) -> Any:
     """The history database, read-only use: a missing or unreachable one exits naming its (masked) URL."""
-    from driftline.tasks.history.db import StoreUnavailable, open_store, resolve_database_url
+    from driftline.tasks.history.db import (
+        StoreConfigError,
+        StoreUnavailable,
+        open_store,
+        resolve_database_url,
+    )
 
     try:
         return open_store(resolve_database_url(database), create=False)
-    except StoreUnavailable as exc:
+    except (StoreUnavailable, StoreConfigError) as exc:
         fail(str(exc))
 
 

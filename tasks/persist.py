@@ -98,9 +98,9 @@ def persist_run(
     """
     from sqlalchemy.exc import DBAPIError
 
-    from driftline.tasks.history.db import StoreUnavailable, resolve_database_url
+    from driftline.tasks.history.db import StoreUnavailable
 
-    url = resolve_database_url(spec.store_url)
+    url = spec.database_url()
     logger = driver.logger
 
     def write_spooled(spooled: dict[str, Any]) -> None:
@@ -136,22 +136,20 @@ def persist_run(
 
 def mark_started(spec: MonitorSpec, record: dict[str, Any]) -> int | None:
     """Record the run as `running` so a crash leaves a trace; None when the database is unreachable."""
-    from driftline.tasks.history.db import resolve_database_url
     from driftline.tasks.history.store import start_run
 
-    url = resolve_database_url(spec.store_url)
+    url = spec.database_url()
     return _best_effort(url, "run start not recorded", lambda e: start_run(e, **record))
 
 
 def mark_crashed(spec: MonitorSpec, run_id: int | None, exc: BaseException) -> None:
     """Close a run that crashed before its results were stored, keeping the reason."""
-    from driftline.tasks.history.db import resolve_database_url
     from driftline.tasks.history.store import finish_run
 
     if run_id is None:
         return
     reason = f"{type(exc).__name__}: {exc}"
-    url = resolve_database_url(spec.store_url)
+    url = spec.database_url()
     _best_effort(
         url, "crashed run not recorded", lambda e: finish_run(e, run_id, status="error", reason=reason)
     )

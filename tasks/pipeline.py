@@ -170,6 +170,7 @@ def run_monitor(
     historical batches; the results are stored either way.
     """
     driver = driver or Driver()
+    spec.database_url()  # a URL that cannot work is a mistake to name before any work is done
     state_dir = spec.base_dir / ".driftline"
     cache = cache or ProfileCache(state_dir / "profiles")
     reference = driver.step("load-reference", load_reference, *source_args(spec, spec.reference, "reference"))

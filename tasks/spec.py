@@ -169,6 +169,19 @@ class MonitorSpec(Strict):
             raise ValueError(f"unknown column role(s) {unknown}{hint}; known roles: {sorted(ROLE_KEYS)}")
         return value
 
+    @field_validator("store_url")
+    @classmethod
+    def _usable_store_url(cls, value: str | None) -> str | None:
+        """A URL that cannot work is named when the spec loads, not taken for a database outage."""
+        from driftline.tasks.history.db import StoreConfigError, validate_database_url
+
+        if value is not None:
+            try:
+                validate_database_url(value)
+            except StoreConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
     @field_validator("checks", mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
@@ -183,6 +196,23 @@ class MonitorSpec(Strict):
         if not value:
             raise ValueError("list at least one check")
         return value
+
+    def database_url(self) -> str:
+        """The history database: `store_url`, else $DRIFTLINE_DATABASE_URL, else ./driftline.db; a URL
+        that cannot work is a SpecError naming where it came from."""
+        from driftline.tasks.history.db import (
+            ENV_VAR,
+            StoreConfigError,
+            resolve_database_url,
+            validate_database_url,
+        )
+
+        url = resolve_database_url(self.store_url)
+        try:
+            validate_database_url(url)
+        except StoreConfigError as exc:
+            raise SpecError(f"{self.path or self.name}: ${ENV_VAR}: {exc}") from None
+        return url
 
     def resolve(self, path: str) -> Path:
         """A path from the spec, relative to the spec file's folder."""

@@ -55,6 +55,38 @@ class StoreUnavailable(RuntimeError):
     """The history database cannot be reached or opened; the message names the URL (password masked)."""
 
 
+class StoreConfigError(ValueError):
+    """The history database URL itself is wrong (unparsable, unknown scheme or driver): a user mistake
+    to correct, not an outage to wait out. The message never shows the password."""
+
+
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+
+
+def validate_database_url(url: str) -> None:
+    """Raise StoreConfigError unless `url` names SQLite or PostgreSQL with a driver that is installed."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreConfigError(
+            "the database URL cannot be parsed: expected dialect+driver://user:password@host/name, "
+            "e.g. postgresql+psycopg://user@host/db or sqlite:///driftline.db"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend == "postgres":
+        raise StoreConfigError(
+            f"{masked_url(url)}: write postgresql+psycopg:// (SQLAlchemy has no postgres://)"
+        )
+    if backend not in SUPPORTED_BACKENDS:
+        raise StoreConfigError(
+            f"{masked_url(url)}: the history store needs SQLite or PostgreSQL, not {backend}"
+        )
+    try:
+        parsed.get_dialect()
+    except (NoSuchModuleError, ImportError) as exc:
+        raise StoreConfigError(f"{masked_url(url)}: unsupported driver ({exc})") from None
+
+
 def resolve_database_url(spec_url: str | None) -> str:
     """The history database URL: the spec's, else `$DRIFTLINE_DATABASE_URL`, else `./driftline.db`."""
     return spec_url or os.environ.get(ENV_VAR) or DEFAULT_DATABASE_URL
@@ -176,12 +208,8 @@ def _script() -> ScriptDirectory:
 
 def _create_engine(url: str) -> Engine:
     """An engine for `url`; SQLite gets WAL, a busy timeout and enforced foreign keys."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise StoreUnavailable(
-            "history database URL cannot be parsed (expected dialect+driver://user:password@host/name)"
-        ) from None
+    validate_database_url(url)
+    parsed = make_url(url)
     try:
         if parsed.get_backend_name() == "sqlite":
             engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT})

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from driftline.tasks.history.db import (
     DEFAULT_DATABASE_URL,
     ENV_VAR,
+    StoreConfigError,
     StoreUnavailable,
     alembic_config,
     as_utc,
@@ -80,15 +81,25 @@ def test_sqlite_file_in_a_missing_directory_is_unavailable(tmp_path) -> None:
         open_store(url)
 
 
-def test_unparsable_url_is_unavailable_without_echoing_it() -> None:
-    with pytest.raises(StoreUnavailable, match="cannot be parsed") as caught:
+def test_unparsable_url_is_a_config_error_without_echoing_it() -> None:
+    """A wrong URL is a mistake to correct (exit 2 upstream), not an outage to spool for."""
+    with pytest.raises(StoreConfigError, match="cannot be parsed") as caught:
         open_store("not a url :secret")
     assert "secret" not in str(caught.value)
 
 
-def test_unknown_driver_is_unavailable() -> None:
-    with pytest.raises(StoreUnavailable, match="unsupported driver"):
-        open_store("nosuchdb://u:secret@host/db")
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("nosuchdb://u:secret@host/db", "needs SQLite or PostgreSQL, not nosuchdb"),
+        ("postgres://u:secret@host/db", r"write postgresql\+psycopg://"),
+        ("postgresql+nosuchdriver://u:secret@host/db", "unsupported driver"),
+    ],
+)
+def test_unknown_scheme_or_driver_is_a_config_error(url: str, message: str) -> None:
+    with pytest.raises(StoreConfigError, match=message) as caught:
+        open_store(url)
+    assert "secret" not in str(caught.value)
 
 
 # --- opening without creating ---------------------------------------------------------------------
