@@ -48,7 +48,11 @@ def start_run(
     flow_run_id: str | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> int:
-    """Mark the run of this batch as `running` (so a crash leaves a visible trace); returns its id."""
+    """Mark the run of this batch as `running` (so a crash leaves a visible trace); returns its id.
+
+    A batch whose run already completed keeps its status and results until a new `record_run`
+    replaces them: a re-run that crashes must never demote a stored verdict.
+    """
     values = {
         "monitor": monitor,
         "batch_id": batch_id,
@@ -62,17 +66,37 @@ def start_run(
         "details": json_safe(dict(details or {})),
     }
     with engine.begin() as conn:
+        existing = conn.execute(
+            select(RUNS.c.id, RUNS.c.status).where(RUNS.c.monitor == monitor, RUNS.c.batch_id == batch_id)
+        ).first()
+        if existing is not None and existing.status not in RESTARTABLE:
+            return existing.id
         return _upsert_run(conn, values, updated=tuple(values))
 
 
+# Statuses a new attempt may overwrite with `running`; the others (passed, failed, empty) are verdicts.
+RESTARTABLE = frozenset({"running", "abandoned", "error"})
+
+
 def finish_run(engine: Engine, run_id: int, *, status: str = "error", reason: str | None = None) -> None:
-    """Close a run that did not reach `record_run` (typically `error`), keeping `reason` in its details."""
+    """Close an attempt that did not reach `record_run`, keeping `reason`.
+
+    A run still `running` takes `status`; a run that had already completed keeps its verdict and
+    records the failed attempt in `details.last_attempt`.
+    """
     with engine.begin() as conn:
-        details = conn.execute(select(RUNS.c.details).where(RUNS.c.id == run_id)).scalar_one_or_none()
-        if details is None:
+        row = conn.execute(select(RUNS.c.status, RUNS.c.details).where(RUNS.c.id == run_id)).first()
+        if row is None:
             raise LookupError(f"no run with id {run_id} in the history database")
-        if reason is not None:
-            details = {**details, "reason": reason}
+        attempt = {"status": status, "reason": reason, "at": utcnow().isoformat()}
+        if row.status not in RESTARTABLE:
+            conn.execute(
+                update(RUNS)
+                .where(RUNS.c.id == run_id)
+                .values(details={**row.details, "last_attempt": attempt})
+            )
+            return
+        details = {**row.details, "reason": reason} if reason is not None else row.details
         conn.execute(
             update(RUNS)
             .where(RUNS.c.id == run_id)
