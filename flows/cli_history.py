@@ -212,3 +212,36 @@ def trend(
             r.check, r.target, r.metric, str(r.batch_id), *(format_number(float(v)) for v in values)
         )
     console.print(table)
+
+
+@app.command()
+def spool(
+    spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML): its folder holds the spool.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Runs waiting in the spool for their history database to come back, and which database each is for."""
+    json_mode(as_json)
+    from rich.table import Table
+
+    from driftline.tasks.spec import SpecError, load_spec
+    from driftline.tasks.spool import pending
+
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as exc:
+        fail(str(exc))
+    waiting = pending(spec.base_dir / ".driftline" / "spool")
+    if as_json:
+        print_json(waiting)
+        return
+    if not waiting:
+        console.print("nothing waits in the spool")
+        return
+    table = Table(title=f"{len(waiting)} run(s) waiting for their history database", title_justify="left")
+    for name in ("monitor", "batch", "store", "alerts due", "spooled at"):
+        table.add_column(name)
+    for w in waiting:
+        table.add_row(
+            w["monitor"], w["batch_id"], w["store"], "yes" if w["alerts_due"] else "", w["spooled_at"]
+        )
+    console.print(table)

@@ -111,16 +111,16 @@ def persist_run(
             process_run_alerts(url, spec, spooled, driver)
 
     try:
-        replayed = replay_spool(write_spooled, spool_dir, transient=(StoreUnavailable, DBAPIError))
+        replayed = replay_spool(write_spooled, spool_dir, url, transient=(StoreUnavailable, DBAPIError))
         if replayed:
             logger.info("replayed %d spooled run(s) into the history database", replayed)
         written = driver.step("record-run", record_run_step, url, record)
     except (StoreUnavailable, DBAPIError) as exc:
-        path = spool_run({**record, "alerts_due": alerts}, spool_dir)
+        path = spool_run({**record, "alerts_due": alerts}, spool_dir, url)
         logger.error("history database unavailable (%s); run and its alerts spooled to %s", exc, path)
         return Persisted(f"spooled to {path} (database unavailable)")
     except Exception as exc:
-        path = spool_run({**record, "alerts_due": alerts}, spool_dir)
+        path = spool_run({**record, "alerts_due": alerts}, spool_dir, url)
         logger.error("the run could not be written (%s: %s); spooled to %s", type(exc).__name__, exc, path)
         return Persisted(f"spooled to {path} (write failed: {type(exc).__name__})")
     stored = f"stored run {written['run_id']} ({written['results']} metric rows)"

@@ -9,12 +9,14 @@ import os
 import re
 import tempfile
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SPOOL_DIR = Path(".driftline") / "spool"
+SPOOL_STORE = "spooled_for"  # the key of a spooled record that names its target store
 
 
 def _file_name(monitor: str, batch_id: str) -> str:
@@ -24,9 +26,19 @@ def _file_name(monitor: str, batch_id: str) -> str:
     return f"{safe}__{digest}.json"
 
 
-def spool_run(record: dict[str, Any], directory: Path = DEFAULT_SPOOL_DIR) -> Path:
-    """Write one run record (the keyword arguments of `record_run`) atomically; returns its path."""
+def store_key(url: str) -> str:
+    """An identity of a history database that can be written to disk: a hash, never the URL itself
+    (which may hold a password)."""
+    return hashlib.sha256(url.encode()).hexdigest()
+
+
+def spool_run(record: dict[str, Any], directory: Path, store_url: str) -> Path:
+    """Write one run record (the keyword arguments of `record_run`) atomically, tagged with the store
+    it is meant for (its key and masked URL); returns its path."""
+    from driftline.tasks.history.db import masked_url
+
     directory.mkdir(parents=True, exist_ok=True)
+    record = {**record, SPOOL_STORE: {"key": store_key(store_url), "url": masked_url(store_url)}}
     path = directory / _file_name(record["monitor"], record["batch_id"])
     fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
@@ -42,12 +54,38 @@ def _age(path: Path) -> float:
         return float("inf")
 
 
+def pending(directory: Path) -> list[dict[str, Any]]:
+    """What waits in the spool, oldest first: monitor, batch, target store (masked), file, time."""
+    if not directory.exists():
+        return []
+    waiting = []
+    for path in sorted(directory.glob("*.json"), key=_age):
+        try:
+            record = json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            continue
+        store = record.get(SPOOL_STORE) or {"url": "unknown (spooled by an older version)"}
+        waiting.append(
+            {
+                "monitor": record.get("monitor"),
+                "batch_id": record.get("batch_id"),
+                "store": store["url"],
+                "alerts_due": bool(record.get("alerts_due")),
+                "spooled_at": datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds"),
+                "path": str(path),
+            }
+        )
+    return waiting
+
+
 def replay_spool(
     write: Callable[[dict[str, Any]], None],
-    directory: Path = DEFAULT_SPOOL_DIR,
+    directory: Path,
+    store_url: str,
     transient: tuple[type[Exception], ...] = (Exception,),
 ) -> int:
-    """Pass every spooled record to `write` (oldest first), deleting each once written; returns the count.
+    """Pass every record spooled for `store_url` to `write` (oldest first), deleting each once written;
+    returns the count. Records meant for another store stay where they are, for a run that reaches it.
 
     An exception of a `transient` type (the database is still down) stops the replay and leaves the
     record for the next attempt. Any other exception means the record itself cannot be written: it is
@@ -55,11 +93,15 @@ def replay_spool(
     """
     if not directory.exists():
         return 0
+    key = store_key(store_url)
     replayed = 0
     for path in sorted(directory.glob("*.json"), key=_age):
         try:
             record = json.loads(path.read_text())
         except FileNotFoundError:  # replayed meanwhile by a concurrent run
+            continue
+        target = record.pop(SPOOL_STORE, None)
+        if target is not None and target["key"] != key:
             continue
         try:
             write(record)

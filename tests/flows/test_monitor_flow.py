@@ -126,18 +126,21 @@ def _wait_for_event(client: Any, name: str, timeout: float = 30.0) -> dict[str, 
 def test_unreachable_store_spools_run_and_alert_and_the_next_run_replays_both(
     demo_data: Path, tmp_path: Path
 ) -> None:
+    """The store is away (its folder does not exist yet), then back: the spooled run and its alert
+    reach it first, before the new run's."""
     from driftline.flows.monitor import monitor
 
-    down = write_spec(demo_data, tmp_path, store_url="postgresql+psycopg://u:pw@127.0.0.1:1/x", retrain=None)
-    summary = monitor(str(down), "2018-12")
+    later = tmp_path / "later"
+    url = f"sqlite:///{later / 'history.db'}"
+    spec = write_spec(demo_data, tmp_path, store_url=url, retrain=None)
+    summary = monitor(str(spec), "2018-12")
     assert summary["status"] == "failed"
     assert summary["stored"].startswith("spooled to") and "database unavailable" in summary["stored"]
     spool = tmp_path / ".driftline" / "spool"
     assert len(list(spool.glob("*.json"))) == 1
 
-    url = f"sqlite:///{tmp_path / 'history.db'}"
-    up = write_spec(demo_data, tmp_path, store_url=url, retrain=None)
-    monitor(str(up), "2016-06")
+    later.mkdir()
+    monitor(str(spec), "2016-06")
     engine = open_store(url)
     batches = sorted(read_history(engine, "acs-employment", check="drift.prediction")["batch_id"])
     with engine.connect() as conn:

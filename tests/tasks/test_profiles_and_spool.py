@@ -12,7 +12,9 @@ from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.fingerprint import frame_fingerprint
 from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.spool import replay_spool, spool_run
+from driftline.tasks.spool import pending, replay_spool, spool_run
+
+STORE = "sqlite:///history.db"
 
 
 @dataclass(kw_only=True)
@@ -72,24 +74,25 @@ def test_fingerprint_ignores_index_but_not_values_or_dtypes() -> None:
 
 
 def test_spool_keeps_records_until_written(tmp_path) -> None:
-    spool_run({"monitor": "m", "batch_id": "2024/05", "value": 1}, tmp_path)
-    spool_run({"monitor": "m", "batch_id": "b2", "value": 2}, tmp_path)
+    spool_run({"monitor": "m", "batch_id": "2024/05", "value": 1}, tmp_path, STORE)
+    spool_run({"monitor": "m", "batch_id": "b2", "value": 2}, tmp_path, STORE)
 
     def failing(record):
         raise ConnectionError("database down")
 
     with pytest.raises(ConnectionError):
-        replay_spool(failing, tmp_path, transient=(ConnectionError,))
+        replay_spool(failing, tmp_path, STORE, transient=(ConnectionError,))
     assert len(list(tmp_path.glob("*.json"))) == 2
     written = []
-    assert replay_spool(written.append, tmp_path) == 2
+    assert replay_spool(written.append, tmp_path, STORE) == 2
     assert sorted(r["value"] for r in written) == [1, 2]
+    assert all("spooled_for" not in r for r in written)
     assert not list(tmp_path.glob("*.json"))
 
 
 def test_a_record_that_cannot_be_written_is_set_aside(tmp_path) -> None:
-    spool_run({"monitor": "m", "batch_id": "bad", "value": "x"}, tmp_path)
-    spool_run({"monitor": "m", "batch_id": "good", "value": 2}, tmp_path)
+    spool_run({"monitor": "m", "batch_id": "bad", "value": "x"}, tmp_path, STORE)
+    spool_run({"monitor": "m", "batch_id": "good", "value": 2}, tmp_path, STORE)
 
     def write(record):
         if record["value"] == "x":
@@ -97,13 +100,29 @@ def test_a_record_that_cannot_be_written_is_set_aside(tmp_path) -> None:
         written.append(record)
 
     written: list = []
-    assert replay_spool(write, tmp_path, transient=(ConnectionError,)) == 1
+    assert replay_spool(write, tmp_path, STORE, transient=(ConnectionError,)) == 1
     assert [r["batch_id"] for r in written] == ["good"]
     [rejected] = tmp_path.iterdir()
     assert rejected.name.startswith("m__bad__") and rejected.suffix == ".rejected"
 
 
 def test_batch_ids_that_sanitise_alike_do_not_overwrite_each_other(tmp_path) -> None:
-    first = spool_run({"monitor": "m", "batch_id": "2024/05"}, tmp_path)
-    second = spool_run({"monitor": "m", "batch_id": "2024_05"}, tmp_path)
+    first = spool_run({"monitor": "m", "batch_id": "2024/05"}, tmp_path, STORE)
+    second = spool_run({"monitor": "m", "batch_id": "2024_05"}, tmp_path, STORE)
     assert first != second and len(list(tmp_path.glob("*.json"))) == 2
+
+
+def test_records_are_replayed_only_into_the_store_they_were_meant_for(tmp_path) -> None:
+    """A run spooled for an unreachable PostgreSQL is not written into another store; the spool
+    listing names where each record waits to go, with the password masked."""
+    postgres = "postgresql+psycopg://user:secret@db.internal:5432/history"
+    spool_run({"monitor": "m", "batch_id": "b1", "alerts_due": True}, tmp_path, postgres)
+    written: list = []
+    assert replay_spool(written.append, tmp_path, "sqlite:///other.db") == 0
+    assert written == [] and len(list(tmp_path.glob("*.json"))) == 1
+    [waiting] = pending(tmp_path)
+    assert (waiting["monitor"], waiting["batch_id"], waiting["alerts_due"]) == ("m", "b1", True)
+    assert waiting["store"] == "postgresql+psycopg://user:***@db.internal:5432/history"
+    assert "secret" not in next(tmp_path.glob("*.json")).read_text()
+    assert replay_spool(written.append, tmp_path, postgres) == 1
+    assert [r["batch_id"] for r in written] == ["b1"] and pending(tmp_path) == []
