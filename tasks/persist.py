@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -135,11 +137,40 @@ def persist_run(
 
 
 def mark_started(spec: MonitorSpec, record: dict[str, Any]) -> int | None:
-    """Record the run as `running` so a crash leaves a trace; None when the database is unreachable."""
-    from driftline.tasks.history.store import start_run
+    """Close the monitor's runs whose process died, then record this one as `running` so a crash
+    leaves a trace; None when the database is unreachable."""
+    from driftline.tasks.history.store import mark_abandoned, start_run
 
+    def start(engine: Any) -> int:
+        mark_abandoned(engine, spec.name)
+        return start_run(engine, **record)
+
+    return _best_effort(spec.database_url(), "run start not recorded", start)
+
+
+@contextmanager
+def heartbeating(spec: MonitorSpec, run_id: int | None) -> Iterator[None]:
+    """Touch the run's heartbeat every HEARTBEAT_S while the block runs, so a killed run can be told
+    from a long one."""
+    from driftline.tasks.history.store import HEARTBEAT_S, heartbeat
+
+    if run_id is None:
+        yield
+        return
+    stop = threading.Event()
     url = spec.database_url()
-    return _best_effort(url, "run start not recorded", lambda e: start_run(e, **record))
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            _best_effort(url, "heartbeat not recorded", lambda e: heartbeat(e, run_id))
+
+    thread = threading.Thread(target=beat, name="driftline-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def mark_crashed(spec: MonitorSpec, run_id: int | None, exc: BaseException) -> None:

@@ -25,7 +25,7 @@ from driftline.checks.result import severity_rank, worst_severity
 from driftline.tasks.attribution_plots import drawn_figures, write_figures
 from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.model import load_model, score_frame
-from driftline.tasks.persist import mark_crashed, mark_started, persist_run
+from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.retrain import RetrainRequest
 from driftline.tasks.sources import Batch
@@ -192,7 +192,8 @@ def run_monitor(
     }
     run_id = mark_started(spec, started)
     try:
-        return _evaluate(spec, reference, batch, cache, state_dir, driver, alerts=alerts, retrain=retrain)
+        with heartbeating(spec, run_id):
+            return _evaluate(spec, reference, batch, cache, state_dir, driver, alerts=alerts, retrain=retrain)
     except BaseException as exc:
         mark_crashed(spec, run_id, exc)
         raise

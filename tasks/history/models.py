@@ -49,6 +49,8 @@ class Run(Base):
     rows: Mapped[int | None] = mapped_column(Integer, nullable=True)
     flow_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     details: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # Touched every HEARTBEAT_S while the run is going; a `running` row without a recent one is abandoned.
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class ResultRow(Base):

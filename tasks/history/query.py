@@ -13,13 +13,14 @@ import pandas as pd
 from sqlalchemy import Engine, Row, Table, select
 
 from driftline.tasks.history.db import as_utc
-from driftline.tasks.history.models import ResultRow, Run
-from driftline.tasks.history.store import NO_METRIC
+from driftline.tasks.history.models import ResultRow, Run, utcnow
+from driftline.tasks.history.store import NO_METRIC, STALE_AFTER
 
 RUNS: Table = Run.__table__  # type: ignore[assignment]
 RESULTS: Table = ResultRow.__table__  # type: ignore[assignment]
 HISTORY_COLUMNS = ("batch_id", "batch_time", "check", "target", "metric", "value", "severity", "status")
 RUN_COLUMNS = (
+    "heartbeat_at",
     "id",
     "monitor",
     "batch_id",
@@ -69,7 +70,13 @@ def list_runs(engine: Engine, monitor: str | None = None, limit: int = 50) -> li
         query = query.where(RUNS.c.monitor == monitor)
     query = query.order_by(RUNS.c.batch_time.desc(), RUNS.c.id.desc()).limit(limit)
     with engine.connect() as conn:
-        return [_run_dict(row) for row in conn.execute(query).mappings()]
+        runs = [_run_dict(row) for row in conn.execute(query).mappings()]
+    stale_before = utcnow() - STALE_AFTER
+    for run in runs:
+        last_sign = run.pop("heartbeat_at") or run["started_at"]
+        if run["status"] == "running" and last_sign < stale_before:
+            run["status"] = "abandoned"
+    return runs
 
 
 def latest_results(engine: Engine, monitor: str, batch_id: str | None = None) -> list[dict[str, Any]]:
@@ -107,7 +114,7 @@ def _history_frame(rows: Sequence[Row[Any]]) -> pd.DataFrame:
 def _run_dict(row: Any) -> dict[str, Any]:
     """One run row as a dict with UTC-aware times."""
     run = dict(row)
-    for name in ("batch_time", "started_at", "finished_at"):
+    for name in ("batch_time", "started_at", "finished_at", "heartbeat_at"):
         if run[name] is not None:
             run[name] = as_utc(run[name])
     return run

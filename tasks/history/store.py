@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, case, delete, select, update
+from sqlalchemy import Connection, Engine, Table, case, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from driftline.checks.result import CheckResult, json_safe
@@ -102,6 +102,42 @@ def finish_run(engine: Engine, run_id: int, *, status: str = "error", reason: st
             .where(RUNS.c.id == run_id)
             .values(status=status, finished_at=utcnow(), details=details)
         )
+
+
+# How often a running run proves it is alive, and how long without a sign makes it abandoned.
+HEARTBEAT_S = 30.0
+STALE_AFTER = timedelta(minutes=5)
+
+
+def heartbeat(engine: Engine, run_id: int) -> None:
+    """Note that the run is still going."""
+    with engine.begin() as conn:
+        conn.execute(update(RUNS).where(RUNS.c.id == run_id).values(heartbeat_at=utcnow()))
+
+
+def stale_condition(now: datetime, stale_after: timedelta = STALE_AFTER) -> Any:
+    """SQL condition of a `running` row with no sign of life (heartbeat, else start) within `stale_after`."""
+    last_sign = func.coalesce(RUNS.c.heartbeat_at, RUNS.c.started_at)
+    return (RUNS.c.status == "running") & (last_sign < now - stale_after)
+
+
+def mark_abandoned(engine: Engine, monitor: str, stale_after: timedelta = STALE_AFTER) -> int:
+    """Close the monitor's `running` rows whose process stopped giving signs of life; returns how many."""
+    now = utcnow()
+    reason = f"abandoned: no heartbeat for {stale_after} (the process was killed or lost)"
+    with engine.begin() as conn:
+        stale = conn.execute(
+            select(RUNS.c.id, RUNS.c.details).where(
+                RUNS.c.monitor == monitor, stale_condition(now, stale_after)
+            )
+        ).all()
+        for row in stale:
+            conn.execute(
+                update(RUNS)
+                .where(RUNS.c.id == row.id)
+                .values(status="abandoned", finished_at=now, details={**row.details, "reason": reason})
+            )
+    return len(stale)
 
 
 def record_run(

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from tests.demo import write_spec
 
@@ -71,3 +72,46 @@ def test_killing_the_cli_mid_run_leaves_nothing_behind(
         for pid in [cli.pid, *workers]:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_run_killed_mid_way_is_shown_abandoned_and_closed_by_the_next_run(
+    demo_data: Path, tmp_path: Path
+) -> None:
+    """After kill -9, the `running` row has no heartbeat: `driftline runs` shows it abandoned once it
+    is stale, and the monitor's next run closes it as abandoned."""
+    import json
+    from datetime import timedelta
+
+    from sqlalchemy import update
+    from typer.testing import CliRunner
+
+    from driftline.flows.cli import app
+    from driftline.tasks.history.db import open_store
+    from driftline.tasks.history.models import Run
+    from driftline.tasks.history.models import utcnow as now
+    from driftline.tasks.history.store import STALE_AFTER
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    spec = write_spec(demo_data, tmp_path, store_url=url, checks=["testing.sleeps_forever"], retrain=None)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    cli = subprocess.Popen([sys.executable, "-c", RUN, str(spec), "local"], cwd=ROOT, env=env)
+    wait_for(lambda: len(children(cli.pid)) >= 1, 60, "no check worker started")
+    os.kill(cli.pid, signal.SIGKILL)
+    cli.wait(10)
+
+    runner = CliRunner()
+    [fresh] = json.loads(runner.invoke(app, ["runs", "acs-employment", "--db", url, "--json"]).stdout)
+    assert fresh["status"] == "running"  # a killed run looks alive until its heartbeat is stale
+    engine = open_store(url)
+    with engine.begin() as conn:  # as if STALE_AFTER had passed since its start
+        long_ago = now() - STALE_AFTER - timedelta(seconds=1)
+        conn.execute(update(Run).values(started_at=long_ago, heartbeat_at=None))
+    [stale] = json.loads(runner.invoke(app, ["runs", "acs-employment", "--db", url, "--json"]).stdout)
+    assert stale["status"] == "abandoned"
+
+    write_spec(demo_data, tmp_path, store_url=url, checks=["drift.numeric"], retrain=None)
+    assert runner.invoke(app, ["run", str(spec), "--batch", "2016-06", "--engine", "local"]).exit_code == 0
+    with engine.connect() as conn:
+        statuses = dict(conn.execute(select(Run.batch_id, Run.status)).all())
+    engine.dispose()
+    assert statuses == {"2018-12": "abandoned", "2016-06": "passed"}

@@ -15,7 +15,14 @@ from sqlalchemy.exc import IntegrityError
 
 from driftline.checks.result import CheckResult
 from driftline.tasks.history.query import latest_results, list_runs, read_history
-from driftline.tasks.history.store import finish_run, record_run, start_run
+from driftline.tasks.history.store import (
+    STALE_AFTER,
+    finish_run,
+    heartbeat,
+    mark_abandoned,
+    record_run,
+    start_run,
+)
 
 BATCH_TIME = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -313,3 +320,20 @@ def test_pandas_timestamp_batch_time_is_stored_in_utc(store: Engine) -> None:
     stamp = pd.Timestamp("2024-05-01 08:00", tz="America/New_York")  # UTC-4 in May
     record(store, [drift("age", 0.1)], batch_time=stamp)
     assert list_runs(store)[0]["batch_time"] == datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def test_a_running_run_with_a_recent_heartbeat_is_alive_and_a_silent_one_is_abandoned(store: Engine) -> None:
+    """Staleness counts from the last heartbeat (else the start), on SQLite and PostgreSQL alike."""
+    alive = start_run(store, monitor="m", batch_id="alive", batch_time=BATCH_TIME)
+    silent = start_run(store, monitor="m", batch_id="silent", batch_time=BATCH_TIME + timedelta(days=1))
+    long_ago = datetime.now(UTC) - STALE_AFTER - timedelta(minutes=1)
+    with store.begin() as conn:
+        conn.execute(text("UPDATE runs SET started_at = :t"), {"t": long_ago})
+    heartbeat(store, alive)
+
+    statuses = {r["batch_id"]: r["status"] for r in list_runs(store, "m")}
+    assert statuses == {"alive": "running", "silent": "abandoned"}
+    assert mark_abandoned(store, "m") == 1
+    assert mark_abandoned(store, "m") == 0
+    [closed] = [r for r in list_runs(store, "m") if r["id"] == silent]
+    assert closed["status"] == "abandoned" and "no heartbeat" in closed["details"]["reason"]
