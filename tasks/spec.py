@@ -159,7 +159,7 @@ class MonitorSpec(Strict):
         """Column roles are checked when the spec loads, before any data is read or run recorded."""
         from driftline.checks.columns import LIST_ROLES, SINGLE_ROLES
 
-        ROLE_KEYS = {*SINGLE_ROLES, *LIST_ROLES, "task", "extra", "ignore"}
+        ROLE_KEYS = {*SINGLE_ROLES, *LIST_ROLES, "task", "extra"}
         unknown = sorted(set(value) - ROLE_KEYS)
         if unknown:
             import difflib
