@@ -82,15 +82,29 @@ def check_label(check: Check, entry: CheckSpec | None) -> str:
     return f"{check.name}[{','.join(features)}]" if features else check.name
 
 
-def build_jobs(
-    spec: MonitorSpec,
-    current: pd.DataFrame,
-    columns: Columns,
-    reference: pd.DataFrame,
-    ref_hash: str,
-    cache: ProfileCache,
-    figure_dir: Path,
-) -> list[CheckJob]:
+@dataclass(frozen=True)
+class Evaluation:
+    """What every check of one run is evaluated against, and where its figures go."""
+
+    current: pd.DataFrame
+    columns: Columns
+    reference: pd.DataFrame
+    ref_hash: str
+    cache: ProfileCache
+    figure_dir: Path
+
+    def evaluate_and_draw(self, check: Check) -> list[dict[str, Any]]:
+        """One check's results, its figures drawn in the same worker (in parallel with the other
+        checks); a figure that cannot be drawn never costs a result."""
+        results = evaluate_check(check, self.current, self.columns, self.reference, self.ref_hash, self.cache)
+        try:
+            write_figures(results, self.figure_dir)
+        except Exception as exc:
+            log.warning("figures of %s not drawn: %s: %s", check.name, type(exc).__name__, exc)
+        return results
+
+
+def build_jobs(spec: MonitorSpec, evaluation: Evaluation) -> list[CheckJob]:
     """The schema check first (unless listed), then the spec's checks in order, each with its limits."""
     entries: list[tuple[str, dict[str, Any], CheckSpec | None]] = [
         (e.check, e.check_params(), e) for e in spec.checks
@@ -105,34 +119,13 @@ def build_jobs(
             CheckJob(
                 check=check,
                 label=check_label(check, entry),
-                evaluate=partial(
-                    _evaluate_and_draw, check, current, columns, reference, ref_hash, cache, figure_dir
-                ),
+                evaluate=partial(evaluation.evaluate_and_draw, check),
                 isolation=execution.isolation,
                 timeout_s=(entry.timeout_s if entry and entry.timeout_s else None) or execution.timeout_s,
                 memory_mb=execution.memory_mb,
             )
         )
     return jobs
-
-
-def _evaluate_and_draw(
-    check: Check,
-    current: pd.DataFrame,
-    columns: Columns,
-    reference: pd.DataFrame,
-    ref_hash: str,
-    cache: ProfileCache,
-    figure_dir: Path,
-) -> list[dict[str, Any]]:
-    """One check's results, its figures drawn in the same worker (in parallel with the other checks);
-    a figure that cannot be drawn never costs a result."""
-    results = evaluate_check(check, current, columns, reference, ref_hash, cache)
-    try:
-        write_figures(results, figure_dir)
-    except Exception as exc:
-        log.warning("figures of %s not drawn: %s: %s", check.name, type(exc).__name__, exc)
-    return results
 
 
 def run_status(results: list[dict[str, Any]], worst: str, fail_on: str, rows: int) -> str:
@@ -219,7 +212,7 @@ def _evaluate(
 
     ref_hash = frame_fingerprint(reference)
     figure_dir = _figure_dir(state_dir, spec.name, batch.batch_id)
-    jobs = build_jobs(spec, current, columns, reference, ref_hash, cache, figure_dir)
+    jobs = build_jobs(spec, Evaluation(current, columns, reference, ref_hash, cache, figure_dir))
     results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
 
     worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
