@@ -50,10 +50,12 @@ class AbnormalCheck(Check):
     against `thresholds.model_impact`, and at least "low" as soon as one row fails (any abnormal
     value is worth a warning). The impact only counts once `min_impact_rows` rows fail, so that a
     couple of rows cannot raise the severity by chance (it is reported either way). Rows without a
-    value to judge (null, NaN, inf) are left out of the share and counted in `details.dropped_rows`.
+    value a check can judge (null or NaN; inf for the checks that cannot place it) are left out of
+    the share and counted in `details.dropped_rows`.
     """
 
     family: ClassVar[str] = "abnormal"
+    per_feature: ClassVar[bool] = True
     default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DEFAULT_THRESHOLDS
     # Feature kind the default `fit` iterates over ("numeric", "categorical" or "features").
     kind: ClassVar[str] = "categorical"
@@ -72,7 +74,7 @@ class AbnormalCheck(Check):
         """Profile every candidate column; columns that do not qualify are left out, broken ones noted."""
         targets: dict[str, Any] = {}
         issues: dict[str, tuple[str, str]] = {}
-        for column in self.feature_columns(columns, self.kind):
+        for column in self.target_columns(columns):
             if column not in reference.columns:
                 issues[column] = ("error", f"column {column!r} is missing from the reference")
                 continue
@@ -86,6 +88,10 @@ class AbnormalCheck(Check):
                 if profile is not None:
                     targets[column] = profile
         return {"targets": targets, "issues": issues}
+
+    def target_columns(self, columns: Columns) -> tuple[str, ...]:
+        """The candidate columns: the features of this check's kind."""
+        return self.feature_columns(columns, self.kind)
 
     def _fit_column(self, values: pd.Series, column: str) -> Any:
         """One column's profile, or None when the column is not a target of this check."""
@@ -130,7 +136,7 @@ class AbnormalCheck(Check):
     def _graded(self, current: pd.DataFrame, target: str, flags: Flags, columns: Columns) -> CheckResult:
         usable_rows = int(np.count_nonzero(flags.usable))
         if usable_rows == 0:
-            raise NotApplicable(f"{target!r} has no usable value in the batch (all null, NaN or inf)")
+            raise NotApplicable(f"{target!r} has no usable value in the batch (all null or NaN)")
         failing_rows = int(np.count_nonzero(flags.failing))
         metrics: dict[str, float] = {FAILING_SHARE: failing_rows / usable_rows, **flags.metrics}
         impact = model_impact(current, flags.failing, columns) if failing_rows else None
@@ -231,42 +237,66 @@ def text_values(uniques: pd.Index, column: str) -> pd.Series:
     return pd.Series(uniques, dtype=str)
 
 
-# -- null rate ------------------------------------------------------------------------------------
+# -- nulls and infinite values -------------------------------------------------------------------
+
+
+def nulls_and_infinities(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: is the value null (None, NaN, NaT), and is it -inf or +inf (number columns only)."""
+    nulls = values.isna().to_numpy()
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return nulls, np.zeros(len(values), dtype=bool)
+    return nulls, np.isinf(values.to_numpy(dtype=float, na_value=np.nan))
 
 
 @register
 @dataclass(kw_only=True)
 class NullRate(AbnormalCheck):
-    """Null rate of each feature against the reference: failing rows are the batch's nulls.
+    """Nulls and infinite values of each feature and model output against the reference.
 
-    Graded on `null_rate_increase` (batch null rate minus the reference's) and on the model impact of
-    the null rows, which only counts when nulls became more frequent (and `min_impact_rows` rows are
-    null); nulls in a column that had none in the reference are at least "low".
+    Failing rows are the batch's nulls (None, NaN, NaT) and, in number columns, its -inf and +inf:
+    values the model cannot use. Targets are the features and the model outputs (score, prediction,
+    class scores), since a null or infinite score is a broken prediction. Graded on
+    `null_rate_increase` and `inf_rate_increase` (batch rate minus the reference's) and on the model
+    impact of the failing rows, which only counts when one of the rates grew (and `min_impact_rows`
+    rows fail); nulls or infinities in a column that had none in the reference are at least "low".
     """
 
     name: ClassVar[str] = "abnormal.nulls"
     needs: ClassVar[frozenset[str]] = frozenset({"features"})
     default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {
         "null_rate_increase": (0.01, 0.05),
+        "inf_rate_increase": (0.01, 0.05),
         IMPACT: DEFAULT_THRESHOLDS[IMPACT],
     }
     kind: ClassVar[str] = "features"
 
-    def _fit_column(self, values: pd.Series, column: str) -> float:
-        return float(values.isna().mean())
+    def target_columns(self, columns: Columns) -> tuple[str, ...]:
+        outputs = [c for c in (columns.score, columns.prediction, *columns.class_scores) if c]
+        return tuple(dict.fromkeys([*super().target_columns(columns), *outputs]))
 
-    def _flag(self, current: pd.DataFrame, target: str, profile: float) -> Flags:
-        nulls = column_of(current, target).isna().to_numpy()
-        rate = float(nulls.mean()) if len(nulls) else 0.0
-        return Flags(
-            failing=nulls,
-            usable=np.ones(len(nulls), dtype=bool),
-            metrics={"reference_null_rate": profile, "null_rate_increase": rate - profile},
-        )
+    def _fit_column(self, values: pd.Series, column: str) -> dict[str, float]:
+        nulls, infinite = nulls_and_infinities(values)
+        return {"null_rate": float(nulls.mean()), "inf_rate": float(infinite.mean())}
+
+    def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, float]) -> Flags:
+        nulls, infinite = nulls_and_infinities(column_of(current, target))
+        rates = (float(nulls.mean()), float(infinite.mean())) if len(nulls) else (0.0, 0.0)
+        metrics = {
+            "reference_null_rate": profile["null_rate"],
+            "null_rate_increase": rates[0] - profile["null_rate"],
+            "reference_inf_rate": profile["inf_rate"],
+            "inf_rate_increase": rates[1] - profile["inf_rate"],
+        }
+        details = {"null_rows": int(nulls.sum()), "inf_rows": int(infinite.sum())}
+        usable = np.ones(len(nulls), dtype=bool)
+        return Flags(failing=nulls | infinite, usable=usable, metrics=metrics, details=details)
 
     def _impact_counts(self, metrics: dict[str, float], failing_rows: int) -> bool:
-        increased = metrics["null_rate_increase"] > 0
+        increased = metrics["null_rate_increase"] > 0 or metrics["inf_rate_increase"] > 0
         return increased and super()._impact_counts(metrics, failing_rows)
 
     def _warns(self, metrics: dict[str, float], failing_rows: int) -> bool:
-        return failing_rows > 0 and metrics["reference_null_rate"] == 0
+        return any(
+            metrics[f"{kind}_rate_increase"] > 0 and metrics[f"reference_{kind}_rate"] == 0
+            for kind in ("null", "inf")
+        )

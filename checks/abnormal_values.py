@@ -67,23 +67,26 @@ def supported_range(x: np.ndarray, min_support: int) -> tuple[float, float, str]
 
 @dataclass(kw_only=True)
 class _RangeCheck(AbnormalCheck):
-    """Flags finite batch values below `lower` or above `upper` of the fitted profile."""
+    """Flags batch values below `lower` or above `upper` of the fitted (finite) range.
+
+    -inf and +inf lie beyond any finite range, so they fail like any value below or above it (and
+    are counted in `details.inf_rows`); only nulls and NaN have no value to judge.
+    """
 
     kind: ClassVar[str] = "numeric"
 
     def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, float]) -> Flags:
         x = numeric_values(column_of(current, target), target, "batch")
-        finite = np.isfinite(x)
         with np.errstate(invalid="ignore"):
-            below = finite & (x < profile["lower"])
-            above = finite & (x > profile["upper"])
+            below = x < profile["lower"]
+            above = x > profile["upper"]
         details = {
             **profile,
             "below_rows": int(below.sum()),
             "above_rows": int(above.sum()),
             "inf_rows": int(np.isinf(x).sum()),
         }
-        return Flags(failing=below | above, usable=finite, details=details)
+        return Flags(failing=below | above, usable=~np.isnan(x), details=details)
 
 
 @register

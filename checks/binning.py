@@ -15,7 +15,8 @@ Numeric columns are binned on reference quantiles: the interior edges are the re
 probabilities k / bins (k = 1 .. bins - 1, the inverted-CDF quantile, so every edge is an observed value),
 bins are right-closed (e_{i-1}, e_i], and the two outer bins are open-ended, so values below or above
 the reference range fall into the first or last bin (their share is reported separately). Tied
-quantiles give duplicate edges, which are merged: a column with heavy ties gets fewer bins.
+quantiles give duplicate edges, which are merged: a column with heavy ties gets fewer bins. Edges come
+from the finite reference values; -inf and +inf are counted like any value, in the first and last bin.
 """
 
 from __future__ import annotations
@@ -59,12 +60,12 @@ def _shares(counts: np.ndarray, smoothing: float) -> np.ndarray:
     return np.where(shares > 0, shares, EMPTY_BIN_SHARE)
 
 
-def finite_values(series: pd.Series, name: str) -> tuple[np.ndarray, int]:
-    """A numeric column as float64 without NaN/inf, and how many values were dropped."""
+def present_values(series: pd.Series, name: str) -> tuple[np.ndarray, int]:
+    """A numeric column as float64 without nulls/NaN (±inf kept), and how many values were dropped."""
     if not pd.api.types.is_numeric_dtype(series.dtype):
         raise CheckInputError(f"column {name!r} is not numeric (dtype {series.dtype})")
     values = series.to_numpy(dtype=float, na_value=np.nan)
-    keep = np.isfinite(values)
+    keep = ~np.isnan(values)
     if keep.all():
         return values, 0
     return values[keep], int(len(values) - keep.sum())
@@ -115,10 +116,11 @@ class NumericSketch:
 
     @classmethod
     def from_values(cls, values: np.ndarray, bins: int, sketch_size: int) -> NumericSketch:
-        """Summarise finite reference values (any order)."""
+        """Summarise reference values without NaN (any order; edges from the finite ones)."""
         ordered = np.sort(values)
         n = len(ordered)
-        edges = quantile_edges(ordered, bins)
+        finite = ordered[np.isfinite(ordered)]
+        edges = quantile_edges(finite, bins) if len(finite) else np.empty(0)
         distinct = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
         exact = len(distinct) <= sketch_size
         if exact:
@@ -160,9 +162,13 @@ class NumericSketch:
         return stat, ks_pvalue(stat, self.n, m)
 
     def wasserstein(self, values: np.ndarray) -> float:
-        """First Wasserstein distance to the reference, the sketch standing for the reference."""
+        """First Wasserstein distance to the reference over the finite values (±inf would make it
+        infinite; they are counted apart), the sketch standing for the reference; NaN without any."""
         weights = np.diff(np.r_[0, self.count_le])
-        return float(stats.wasserstein_distance(self.points, values, u_weights=weights))
+        kept, current = np.isfinite(self.points), values[np.isfinite(values)]
+        if not kept.any() or len(current) == 0:
+            return float("nan")
+        return float(stats.wasserstein_distance(self.points[kept], current, u_weights=weights[kept]))
 
     def out_of_range(self, ordered: np.ndarray) -> float:
         """Share of sorted current values below the reference minimum or above its maximum."""

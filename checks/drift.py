@@ -4,8 +4,10 @@ Every check here grades the population stability index (PSI, defined in `checks.
 smoothing by default, `smoothing=0` for the plain formula) with thresholds (0.1, 0.2, 0.3) for
 low/medium/high, except `drift.label`, which grades the Kolmogorov–Smirnov statistic. Each target
 (a feature, the label, the score) gets its own result; a target that cannot be computed gets an
-`error` or `skipped` result naming the column while the others go on. NaN and inf values are dropped
-and counted in `details["dropped_rows"]`.
+`error` or `skipped` result naming the column while the others go on. Nulls and NaN are dropped and
+counted in `details["dropped_rows"]`; -inf and +inf are values beyond every edge: they count in the
+first and last (open) bins and in the KS statistic, and `details["inf_rows"]` says how many there are
+(the Wasserstein distance is over the finite values).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from driftline.checks.binning import (
     NumericSketch,
     bin_counts,
     chi_square,
-    finite_values,
+    present_values,
     psi,
     value_counts,
 )
@@ -165,9 +167,9 @@ class _DistributionDrift(Check):
     # --- shared summaries --------------------------------------------------------------------------
 
     def numeric_summary(self, values: pd.Series, target: str) -> NumericSketch:
-        finite, _ = finite_values(values, target)
-        self.require_rows(len(finite), target, "reference")
-        return NumericSketch.from_values(finite, self.bins, self.sketch_size)
+        present, _ = present_values(values, target)
+        self.require_rows(int(np.isfinite(present).sum()), target, "reference")
+        return NumericSketch.from_values(present, self.bins, self.sketch_size)
 
     def category_summary(self, values: pd.Series, target: str) -> CategoryCounts:
         summary = CategoryCounts.from_series(values)
@@ -178,9 +180,9 @@ class _DistributionDrift(Check):
         self, sketch: NumericSketch, values: pd.Series, target: str, tests: frozenset[str] = frozenset()
     ) -> tuple[dict[str, float], dict[str, Any]]:
         """PSI on the reference bins (plus KS / Wasserstein when asked) with one sort of the batch."""
-        finite, dropped = finite_values(values, target)
-        self.require_rows(len(finite), target)
-        ordered = np.sort(finite)
+        present, dropped = present_values(values, target)
+        self.require_rows(len(present), target)
+        ordered = np.sort(present)
         current = bin_counts(ordered, sketch.edges)
         metrics = {"psi": psi(sketch.counts, current, self.smoothing)}
         if "ks" in tests:
@@ -195,6 +197,7 @@ class _DistributionDrift(Check):
             "out_of_range_share": sketch.out_of_range(ordered),
             "reference_rows": sketch.n,
             "dropped_rows": dropped,
+            "inf_rows": int(np.isinf(ordered).sum()),
         }
         if "ks" in tests:
             details["ks_exact"] = sketch.exact
@@ -234,6 +237,8 @@ def _largest_changes(
 @dataclass(kw_only=True)
 class _FeatureDrift(_DistributionDrift):
     """Feature drift with model impact: the performance gap of rows in over-represented bins."""
+
+    per_feature: ClassVar[bool] = True
 
     compute_impact: bool = True
 
@@ -285,11 +290,11 @@ class NumericDrift(_FeatureDrift):
 
     def over_represented(self, values: pd.Series, summary: NumericSketch) -> np.ndarray:
         raw = values.to_numpy(dtype=float, na_value=np.nan)
-        finite = np.isfinite(raw)
+        present = ~np.isnan(raw)
         index = summary.bin_index(raw)
-        cur = np.bincount(index[finite], minlength=len(summary.counts))
-        grew = cur / max(finite.sum(), 1) > summary.counts / summary.n
-        return finite & grew[index]
+        cur = np.bincount(index[present], minlength=len(summary.counts))
+        grew = cur / max(present.sum(), 1) > summary.counts / summary.n
+        return present & grew[index]
 
 
 @register
@@ -365,8 +370,8 @@ class LabelDrift(_LabelDistribution):
 
     def compare(self, summary: LabelSummary, values: pd.Series, target: str) -> tuple[dict, dict]:
         metrics, details = super().compare(summary.distribution, values, target)
-        finite, _ = finite_values(values, target)
-        metrics["ks_statistic"], metrics["ks_pvalue"] = summary.sketch.ks(np.sort(finite))
+        present, _ = present_values(values, target)
+        metrics["ks_statistic"], metrics["ks_pvalue"] = summary.sketch.ks(np.sort(present))
         details["ks_exact"] = summary.sketch.exact
         return metrics, details
 

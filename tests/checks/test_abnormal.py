@@ -215,4 +215,5 @@ def test_bad_input_results_name_the_column() -> None:
     assert results["age"].status == "error" and "'age'" in results["age"].reason
     reference, current = bad_inputs()["inf values"]
     (age,) = run_check(registry.create("abnormal.out_of_range"), current, columns, reference=reference)
-    assert age.details["inf_rows"] == 2 and age.details["dropped_rows"] == 2 and age.rows == 58
+    assert age.details["inf_rows"] == 2 and age.details["dropped_rows"] == 0 and age.rows == 60
+    assert (age.details["below_rows"], age.details["above_rows"]) == (1, 1) and age.failing_rows == 2

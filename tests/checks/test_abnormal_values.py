@@ -100,15 +100,16 @@ def test_out_of_range_golden(case: dict) -> None:
     assert flagged(OutOfRange(), reference, inputs["eval_values"]) == case["expected"]
 
 
-def test_out_of_range_metrics_and_dropped_rows() -> None:
+def test_out_of_range_metrics_dropped_rows_and_infinite_values() -> None:
+    """The range is the finite reference's; NaN is dropped, -inf and +inf are below and above it."""
     reference = pd.DataFrame({"x": [0.0, 5.0, 10.0, np.nan, np.inf]})
     current = pd.DataFrame({"x": [-1.0, 0.0, 3.0, 11.0, 12.0, np.nan, np.inf, -np.inf]})
     (result,) = OutOfRange().run(reference, current, COLUMNS)
     assert (result.details["lower"], result.details["upper"]) == (0.0, 10.0)
-    assert result.rows == 5 and result.details["dropped_rows"] == 3 and result.details["inf_rows"] == 2
-    assert result.failing_rows == 3
-    assert result.metrics["failing_share"] == pytest.approx(3 / 5)
-    assert (result.details["below_rows"], result.details["above_rows"]) == (1, 2)
+    assert result.rows == 7 and result.details["dropped_rows"] == 1 and result.details["inf_rows"] == 2
+    assert result.failing_rows == 5 and result.details["failing_ids"] == [0, 3, 4, 6, 7]
+    assert result.metrics["failing_share"] == pytest.approx(5 / 7)
+    assert (result.details["below_rows"], result.details["above_rows"]) == (2, 3)
     assert result.severity == "high"
 
 

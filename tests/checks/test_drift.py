@@ -173,14 +173,18 @@ def test_numeric_ties_merge_edges_and_out_of_range_goes_to_outer_bins():
     assert result.metrics["psi"] == pytest.approx(plain_psi(p, q))
 
 
-def test_numeric_drops_nan_and_inf_and_counts_them():
+def test_numeric_drops_nan_and_keeps_inf_in_the_outer_bins():
     reference, current = numeric_frames()
     current.loc[:9, "x"] = np.nan
     current.loc[10:14, "x"] = np.inf
+    current.loc[15:16, "x"] = -np.inf
     result = only_result("drift.numeric", current, Columns(numeric=("x",)), reference)
-    assert result.details["dropped_rows"] == 15
-    kept = current["x"].to_numpy()[15:]
+    assert result.details["dropped_rows"] == 10 and result.details["inf_rows"] == 7
+    kept = current["x"].to_numpy()[10:]
     assert result.metrics["ks_statistic"] == pytest.approx(stats.ks_2samp(reference["x"], kept).statistic)
+    edges = np.quantile(reference["x"], np.arange(1, 10) / 10, method="inverted_cdf")
+    assert result.details["current_shares"][0] == pytest.approx(np.mean(kept <= edges[0]))
+    assert result.details["current_shares"][-1] == pytest.approx(np.mean(kept > edges[-1]))
 
 
 def test_numeric_model_impact_on_drifted_rows():
