@@ -47,6 +47,9 @@ class Check(ABC):
     needs: ClassVar[frozenset[str]] = frozenset()
     default_thresholds: ClassVar[Mapping[str, tuple[float, ...]]] = {}
     lower_is_worse: ClassVar[frozenset[str]] = frozenset()
+    # Targets are features (or feature pairs): a feature missing from the data becomes one error
+    # result of its own while the runner still evaluates the others.
+    per_feature: ClassVar[bool] = False
 
     thresholds: dict[str, list[float]] | None = None
     features: list[str] | None = None

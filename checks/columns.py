@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -16,15 +16,27 @@ Task = Literal["binary", "multiclass", "regression"]
 LABEL_NAMES = ("label", "target", "y", "y_true", "ground_truth", "actual")
 PREDICTION_NAMES = ("prediction", "predicted_label", "y_pred", "pred")
 SCORE_NAMES = ("score", "predicted_probability", "probability", "proba", "y_score")
-ID_NAMES = ("id", "row_id", "uid")
+ID_NAMES = ("id", "row_id", "uid", "rownames", "row_names", "row.names", "index", "unnamed: 0", "level_0")
 TIMESTAMP_NAMES = ("timestamp", "ts", "event_time", "date")
+_NAME_GUESSES = {
+    "label": LABEL_NAMES,
+    "prediction": PREDICTION_NAMES,
+    "score": SCORE_NAMES,
+    "id": ID_NAMES,
+    "timestamp": TIMESTAMP_NAMES,
+}
 SINGLE_ROLES = ("id", "timestamp", "label", "prediction", "score", "query_id")
-LIST_ROLES = ("categorical", "numeric", "text", "protected", "class_scores")
+# `ignore` lists the columns kept out of every role (inference never gives them one).
+LIST_ROLES = ("categorical", "numeric", "text", "protected", "class_scores", "ignore")
+FEATURE_KINDS = ("numeric", "categorical", "text")
+# Every key `columns:` accepts.
+ROLE_KEYS = (*SINGLE_ROLES, *LIST_ROLES, "task", "extra")
 
 
 @dataclass(frozen=True)
 class Columns:
-    """Which column plays which role. Features are `numeric` + `categorical` (+ `text`)."""
+    """Which column plays which role. Features are `numeric` + `categorical` (+ `text`); `ignore`
+    lists the columns that were kept out of every role."""
 
     id: str | None = None
     timestamp: str | None = None
@@ -37,6 +49,7 @@ class Columns:
     text: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
     class_scores: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
     task: Task | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -50,10 +63,11 @@ class Columns:
         return tuple(c for c in (getattr(self, r) for r in SINGLE_ROLES) if c)
 
     def all_columns(self) -> tuple[str, ...]:
-        """Every column the roles mention, without duplicates, in a stable order."""
+        """Every column the roles put to use (not the ignored ones), without duplicates, in a stable order."""
         names = list(self.role_columns())
         for role in LIST_ROLES:
-            names.extend(getattr(self, role))
+            if role != "ignore":
+                names.extend(getattr(self, role))
         return tuple(dict.fromkeys(names))
 
     def restrict(self, names: Sequence[str]) -> Columns:
@@ -70,6 +84,13 @@ class Columns:
             text=tuple(c for c in self.text if c in keep),
         )
 
+    def without(self, names: Collection[str]) -> Columns:
+        """The same roles with the feature columns `names` left out of numeric, categorical and text."""
+        drop = set(names)
+        return replace(
+            self, **{k: tuple(c for c in getattr(self, k) if c not in drop) for k in FEATURE_KINDS}
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (lists for the multi-column roles)."""
         out: dict[str, Any] = {}
@@ -80,7 +101,8 @@ class Columns:
 
 
 def _find(frame_columns: Sequence[str], candidates: Sequence[str]) -> str | None:
-    lowered = {c.lower(): c for c in frame_columns}
+    """The first column whose lower-cased name is one of `candidates`, in their order."""
+    lowered = {str(c).lower(): c for c in frame_columns}
     return next((lowered[n] for n in candidates if n in lowered), None)
 
 
@@ -100,56 +122,82 @@ def infer_task(label: pd.Series) -> Task:
 def infer_columns(frame: pd.DataFrame, given: Mapping[str, Any] | None = None) -> Columns:
     """Fill the roles not in `given` from column names and dtypes.
 
-    Given roles win. Label, prediction, score, id and timestamp are found by common names;
-    the remaining columns become numeric (number dtypes) or categorical (everything else).
-    Columns in `given["text"]` stay text. Unknown role names and absent columns are errors.
+    Given roles win: a column named in a declared role (other than `protected`, which marks a
+    feature without taking it) is never inferred into another role, and `ignore` columns into none.
+    Label, prediction, score, id and timestamp are found by common names; the id may also be an
+    integer column that is unique and monotonic (a row number). Row numbers and id-like names never
+    become features; the remaining columns become numeric (number dtypes) or categorical (the rest).
+    Unknown role names, absent columns and a column declared under two feature kinds are errors.
     """
-    given = dict(given or {})
-    allowed = set(SINGLE_ROLES) | set(LIST_ROLES) | {"task", "extra"}
-    unknown = sorted(set(given) - allowed)
-    if unknown:
-        raise CheckInputError(f"unknown column role(s) {unknown}; known roles: {sorted(allowed)}")
-    for role in LIST_ROLES:
-        if isinstance(given.get(role), str):
-            given[role] = [given[role]]
-    missing = [c for c in _mentioned(given) if c not in frame.columns]
-    if missing:
-        raise CheckInputError(f"column(s) {missing} named in the column roles are not in the data")
-
-    names = list(frame.columns)
-    guesses = {
-        "label": LABEL_NAMES,
-        "prediction": PREDICTION_NAMES,
-        "score": SCORE_NAMES,
-        "id": ID_NAMES,
-        "timestamp": TIMESTAMP_NAMES,
-    }
-    roles: dict[str, Any] = {}
-    for role in SINGLE_ROLES:
-        roles[role] = (
-            given.get(role) if role in given else (_find(names, guesses[role]) if role in guesses else None)
-        )
+    given = _validated_roles(frame, given or {})
+    claimed = _claimed(given)
+    free = [c for c in frame.columns if c not in claimed]
+    roles: dict[str, Any] = {role: given.get(role) for role in SINGLE_ROLES}
+    for role, names in _NAME_GUESSES.items():
+        if role not in given:
+            roles[role] = _find(free, names)
+    if "id" not in given and roles["id"] is None:
+        roles["id"] = next((c for c in free if is_row_number(frame[c])), None)
     for role in LIST_ROLES:
         roles[role] = tuple(given.get(role) or ())
-
-    taken = (
-        {c for c in roles.values() if isinstance(c, str)} | set(roles["text"]) | set(roles["class_scores"])
-    )
-    rest = [c for c in names if c not in taken]
+    taken = {c for c in roles.values() if isinstance(c, str)}
+    rest = [c for c in free if c not in taken and not _is_id_like(frame[c])]
     if "numeric" not in given:
-        roles["numeric"] = tuple(
-            c
-            for c in rest
-            if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-        )
+        roles["numeric"] = tuple(c for c in rest if _is_number(frame[c]))
     if "categorical" not in given:
         roles["categorical"] = tuple(c for c in rest if c not in roles["numeric"])
-    if not given.get("protected"):
-        roles["protected"] = ()
     task = given.get("task")
     if task is None and roles["label"]:
         task = infer_task(frame[roles["label"]])
     return Columns(**roles, task=task, extra=given.get("extra") or {})
+
+
+def is_row_number(values: pd.Series) -> bool:
+    """True for an integer column of unique values in increasing or decreasing order (a row number)."""
+    if not pd.api.types.is_integer_dtype(values) or len(values) < 2 or values.hasnans:
+        return False
+    return values.is_unique and (values.is_monotonic_increasing or values.is_monotonic_decreasing)
+
+
+def _is_id_like(values: pd.Series) -> bool:
+    """A row identifier by name (`rownames`, `Unnamed: 0`, ...) or by content (a row number)."""
+    return str(values.name).strip().lower() in ID_NAMES or is_row_number(values)
+
+
+def _is_number(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+
+
+def _validated_roles(frame: pd.DataFrame, given: Mapping[str, Any]) -> dict[str, Any]:
+    """`given` with list roles as tuples; unknown roles, absent columns and double kinds are errors."""
+    unknown = sorted(set(given) - set(ROLE_KEYS))
+    if unknown:
+        raise CheckInputError(f"unknown column role(s) {unknown}; known roles: {sorted(ROLE_KEYS)}")
+    roles = dict(given)
+    for role in LIST_ROLES:
+        if role in roles:
+            value = roles[role]
+            roles[role] = (value,) if isinstance(value, str) else tuple(value or ())
+    missing = [c for c in _mentioned(roles) if c not in frame.columns]
+    if missing:
+        raise CheckInputError(f"column(s) {missing} named in the column roles are not in the data")
+    _reject_double_kinds(roles)
+    return roles
+
+
+def _reject_double_kinds(roles: Mapping[str, Any]) -> None:
+    """A column declared under two of numeric, categorical and text is an error naming both."""
+    seen: dict[str, str] = {}
+    for kind in FEATURE_KINDS:
+        for name in roles.get(kind) or ():
+            if name in seen and seen[name] != kind:
+                raise CheckInputError(f"column {name!r} is declared both {seen[name]} and {kind}; pick one")
+            seen[name] = kind
+
+
+def _claimed(given: Mapping[str, Any]) -> set[str]:
+    """Columns a declared role has taken: no inference may give them another role."""
+    return set(_mentioned({k: v for k, v in given.items() if k != "protected"}))
 
 
 def _mentioned(given: Mapping[str, Any]) -> list[str]:

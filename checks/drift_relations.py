@@ -129,6 +129,7 @@ class CorrelationDrift(Check):
 
     name: ClassVar[str] = "drift.correlation"
     family: ClassVar[str] = "drift"
+    per_feature: ClassVar[bool] = True
     needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
     default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DIFF_THRESHOLDS
 
@@ -278,6 +279,7 @@ class _MutualInfoDrift(Check):
 
     family: ClassVar[str] = "drift"
     default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DIFF_THRESHOLDS
+    per_feature: ClassVar[bool] = True
 
     bins: int = 10
     max_categories: int = 20

@@ -155,6 +155,7 @@ class SubsetCheck(Check):
     """Base of the subset.* checks: one result per feature, for the worst subset of that feature."""
 
     family: ClassVar[str] = "subset"
+    per_feature: ClassVar[bool] = True
     metric: ClassVar[str]
     higher_is_better: ClassVar[bool] = True
     needs: ClassVar[frozenset[str]] = frozenset({"features", "label"})
@@ -663,6 +664,21 @@ class SubsetMulticlassAUC(MulticlassSubsetCheck):
         return SubsetValues(divide(total, pairs), se, group_sum(codes, n_groups))
 
 
+def sorted_codes(values: pd.Index) -> tuple[np.ndarray, pd.Index]:
+    """Codes of `values` over their distinct values in sorted order (by type and text when they do
+    not compare), so the class layout, and the bootstrap drawn on it, does not depend on row order."""
+    codes, uniques = pd.factorize(values)
+    try:
+        order = np.argsort(uniques.to_numpy(), kind="stable")
+    except TypeError:
+        order = np.array(
+            sorted(range(len(uniques)), key=lambda i: (type(uniques[i]).__name__, str(uniques[i])))
+        )
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    return np.where(codes >= 0, rank[codes], -1), uniques[order]
+
+
 def macro_from_counts(counts: np.ndarray, *, n_classes: int, kind: str, average: str) -> np.ndarray:
     """Macro (or support-weighted) precision, recall or F1 from flattened (true, predicted) counts.
 
@@ -711,7 +727,7 @@ class MacroSubsetCheck(MulticlassSubsetCheck):
             )
         require_rows(mask, f"a label in {columns.label!r} and a predicted class")
         both = pd.Index(np.concatenate([truth[mask].to_numpy(object), predicted[mask].to_numpy(object)]))
-        codes, uniques = pd.factorize(both)
+        codes, uniques = sorted_codes(both)
         n = int(mask.sum())
         return Prepared(mask, {"cells": codes[:n] * len(uniques) + codes[n:], "n_classes": len(uniques)})
 

@@ -157,10 +157,9 @@ class MonitorSpec(Strict):
     @classmethod
     def _known_roles(cls, value: dict[str, Any]) -> dict[str, Any]:
         """Column roles are checked when the spec loads, before any data is read or run recorded."""
-        from driftline.checks.columns import LIST_ROLES, SINGLE_ROLES
+        from driftline.checks.columns import ROLE_KEYS
 
-        ROLE_KEYS = {*SINGLE_ROLES, *LIST_ROLES, "task", "extra"}
-        unknown = sorted(set(value) - ROLE_KEYS)
+        unknown = sorted(set(value) - set(ROLE_KEYS))
         if unknown:
             import difflib
 
