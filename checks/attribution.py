@@ -29,7 +29,14 @@ from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.impact import model_impact
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
-from driftline.checks.segmentation import ALL_DATA, Segmentation, TreeSettings, compare_models, segment
+from driftline.checks.segmentation import (
+    ALL_DATA,
+    Segmentation,
+    TreeSettings,
+    compare_models,
+    hashed_order,
+    segment,
+)
 
 __all__ = [
     "AttributionAUC",
@@ -110,6 +117,15 @@ class _SlicingCheck(Check):
         """The tree settings as keyword arguments of `segment` (validated)."""
         return asdict(TreeSettings(**{f.name: getattr(self, f.name) for f in fields(TreeSettings)}))
 
+    def row_ids(self, frame: pd.DataFrame, columns: Columns) -> pd.Series | None:
+        """What keys the honest split: the id column, else a hash of each whole row (every column)."""
+        if columns.id and columns.id in frame.columns:
+            return frame[columns.id]
+        try:
+            return pd.util.hash_pandas_object(frame, index=False)
+        except TypeError:  # a column of lists or dicts: the dimension values key the split instead
+            return None
+
     def dimensions(
         self, frame: pd.DataFrame, columns: Columns, exclude: tuple[str, ...] = ()
     ) -> tuple[list[str], list[str]]:
@@ -186,7 +202,8 @@ class AttributionAUC(_SlicingCheck):
     An example's normalised attribution is its share of correctly ordered (positive, negative) pairs,
     halved (ties count one half): mean AUC / 2 overall. Slices report the held-out mean, its
     delta from the batch, a t-test false-discovery flag, and the change from the reference's same slice.
-    The profile keeps a random sample of at most `reference_rows` reference rows for that comparison.
+    The profile keeps a sample of at most `reference_rows` reference rows for that comparison (drawn
+    like the honest split, from each row's hashed id or contents, so it does not depend on row order).
     """
 
     name: ClassVar[str] = "attribution.auc"
@@ -208,14 +225,16 @@ class AttributionAUC(_SlicingCheck):
         attributions = example_attribution(batch.positive, batch.scores[columns.score])
         sample = batch.frame[dims].assign(**{ATTRIBUTION_COLUMN: attributions})
         if len(sample) > self.reference_rows:
-            sample = sample.sample(n=self.reference_rows, random_state=self.seed)
+            ids = self.row_ids(batch.frame, columns)
+            drawn = hashed_order(batch.frame[dims], attributions, ids, self.seed)[: self.reference_rows]
+            sample = sample.iloc[np.sort(drawn)]
         return {"auc": 2.0 * float(attributions.mean()), "sample": sample, "reason": None}
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         batch = _usable_rows(current, columns.label, [columns.score], self.positive_label)
         dims, absent = self.dimensions(batch.frame, columns)
         attributions = example_attribution(batch.positive, batch.scores[columns.score])
-        seg = segment(batch.frame[dims], attributions, **self.settings())
+        seg = segment(batch.frame[dims], attributions, self.row_ids(batch.frame, columns), **self.settings())
         changes = {s.node: _reference_change(seg, s.node, s.mean, profile) for s in seg.slices}
         reference_auc = profile.get("auc")
         metrics = {
@@ -274,6 +293,7 @@ class AttributionCompare(_SlicingCheck):
             batch.scores[columns.score],
             batch.scores[self.candidate_score],
             batch.frame[dims],
+            self.row_ids(batch.frame, columns),
             **self.settings(),
         )
         seg = comparison.segmentation

@@ -2,10 +2,16 @@
 
 A shallow regression tree on analyst-chosen dimensions predicts a per-example value (a normalised AUC
 attribution, or the difference of two models' attributions); its leaves are the reported slices.
-Honest estimation: the tree is grown on one random part of the rows and every slice's mean is
-estimated on the other part, so a split chasing noise does not also inflate its own estimate. A
-two-sample t-test per slice between the two parts marks the slices whose parts disagree as false
-discoveries; a minimum leaf size keeps the test's normal approximation valid.
+Honest estimation: the tree is grown on one part of the rows and every slice's mean is estimated on
+the other part, so a split chasing noise does not also inflate its own estimate. A two-sample t-test
+per slice between the two parts marks the slices whose parts disagree as false discoveries; a minimum
+leaf size keeps the test's normal approximation valid.
+
+The split is drawn from the rows themselves, not from their positions: each row's key (the pandas
+hash of its id, or of its dimension values when there is no id) is mixed with the seed by splitmix64,
+plus the row's occurrence among the rows sharing that key, mixed again; rows are ranked by that hash
+and the first `split_fraction` of them grow the tree. Everything is then computed on the rows in that
+ranked order, so the same rows give the same slices and numbers in any order.
 
 Categorical dimensions are encoded by ordering their categories by mean value on the growing part:
 a threshold on that order is the best binary partition of the categories for a squared-error tree,
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,9 +32,13 @@ from sklearn.tree import DecisionTreeRegressor
 
 from driftline.checks._attribution_kernels import MISSING_LABEL, auc, example_attribution
 from driftline.checks.errors import CheckInputError
+from driftline.checks.slicing import run_bounds
 
 ALL_DATA = "all data"
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,7 +50,7 @@ class TreeSettings:
     max_depth: depth of the tree (two levels give at most four slices).
     alpha: significance level of the per-slice t-test (p < alpha: a false discovery).
     equal_var: Student's pooled-variance t-test instead of Welch's.
-    seed: seed of the random split.
+    seed: seed mixed into every row's hash to draw the split.
     """
 
     split_fraction: float = 0.5
@@ -207,7 +217,8 @@ class Slice:
 class Segmentation:
     """The slices of one honest tree, with everything needed to draw the tree.
 
-    `leaves` holds the leaf node of every segmented row; `mask` places the rows of any other frame.
+    `leaves` holds the leaf node of every segmented row and `grow` whether the row grew the tree (the
+    others estimate the slice means); `mask` places the rows of any other frame.
     """
 
     overall: float
@@ -217,6 +228,13 @@ class Segmentation:
     rules: dict[int, Rule]
     settings: TreeSettings
     leaves: np.ndarray
+    grow: np.ndarray
+
+    def reordered(self, order: np.ndarray) -> Segmentation:
+        """The same segmentation with the per-row arrays moved from `order`'s positions back to theirs."""
+        leaves, grow = np.empty_like(self.leaves), np.empty_like(self.grow)
+        leaves[order], grow[order] = self.leaves, self.grow
+        return replace(self, leaves=leaves, grow=grow)
 
     def mask(self, slice_: Slice, frame: pd.DataFrame) -> np.ndarray:
         """Rows of another frame (same dimension columns) meeting the slice's rule."""
@@ -338,10 +356,59 @@ def _rules(
     return rules, steps
 
 
-def segment(dimensions: pd.DataFrame, values: Any, **settings: Any) -> Segmentation:
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser of unsigned 64-bit integers: every input bit moves every output bit."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(x, dtype=np.uint64) + _GOLDEN_GAMMA
+        z = (z ^ (z >> np.uint64(30))) * _MIX_1
+        z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    return z ^ (z >> np.uint64(31))
+
+
+def hashed_order(dimensions: pd.DataFrame, values: np.ndarray, ids: Any = None, seed: int = 0) -> np.ndarray:
+    """Row positions ranked by a seeded hash of each row: its id (else its dimension values) and its
+    occurrence among the rows sharing that key.
+
+    A row's rank depends on the row only, never on its position: any reordering of the rows gives the
+    same rows in the same ranked order. Rows sharing a key are counted in the order of their
+    dimension-value hash, then value hash, so only identical rows can swap, which changes nothing.
+    """
+    contents = pd.util.hash_pandas_object(dimensions, index=False).to_numpy()
+    keys = contents if ids is None else pd.util.hash_pandas_object(pd.Series(np.asarray(ids)), index=False)
+    keys = np.asarray(keys, dtype=np.uint64)
+    if len(keys) != len(contents):
+        raise CheckInputError(f"{len(keys)} row ids for {len(contents)} rows")
+    ties = pd.util.hash_array(np.asarray(values))
+    salt = splitmix64(np.array([seed % 2**64], dtype=np.uint64))
+    mixed = splitmix64(splitmix64(keys ^ salt) + _occurrence(keys, contents, ties))
+    return _ranked(mixed, contents, ties)
+
+
+def _occurrence(keys: np.ndarray, contents: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """Each row's position among the rows sharing its key, counted in (contents, ties) hash order."""
+    occurrence = np.zeros(len(keys), dtype=np.uint64)
+    shared = np.flatnonzero(pd.Series(keys).duplicated(keep=False).to_numpy())
+    if len(shared):
+        by_key = shared[np.lexsort((ties[shared], contents[shared], keys[shared]))]
+        starts, lengths = run_bounds(keys[by_key])
+        occurrence[by_key] = np.arange(len(by_key)) - np.repeat(starts, lengths)
+    return occurrence
+
+
+def _ranked(mixed: np.ndarray, contents: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """Positions in ascending `mixed` order; equal hashes (a 64-bit collision) settled by the contents."""
+    ranked = np.argsort(mixed)
+    ordered = mixed[ranked]
+    if np.any(ordered[1:] == ordered[:-1]):
+        ranked = np.lexsort((ties, contents, mixed))
+    return ranked
+
+
+def segment(dimensions: pd.DataFrame, values: Any, ids: Any = None, **settings: Any) -> Segmentation:
     """Slice `values` (one per row of `dimensions`) with an honest regression tree.
 
-    `settings` are the fields of `TreeSettings`. Every column of `dimensions` is a candidate split:
+    `settings` are the fields of `TreeSettings`; `ids` (one per row) key the split, the row contents
+    when absent (see the module docstring). Every column of `dimensions` is a candidate split:
     numeric columns split on thresholds (NaN as missing, inf as the extreme it is), other columns on
     category sets (missing values form a `<missing>` category).
     """
@@ -356,9 +423,16 @@ def segment(dimensions: pd.DataFrame, values: Any, **settings: Any) -> Segmentat
     n = len(values)
     if n < 2:
         raise CheckInputError(f"segmenting needs at least 2 rows (one to grow, one to estimate), got {n}")
-    grow = np.zeros(n, dtype=bool)
+    order = hashed_order(dimensions, values, ids, config.seed)
+    seg = _segment_ranked(dimensions.iloc[order], values[order], config)
+    return seg.reordered(order)
+
+
+def _segment_ranked(dimensions: pd.DataFrame, values: np.ndarray, config: TreeSettings) -> Segmentation:
+    """The honest tree on rows already in hashed order: the first `split_fraction` of them grow it."""
+    n = len(values)
     n_grow = min(max(round(config.split_fraction * n), 1), n - 1)
-    grow[np.random.default_rng(config.seed).permutation(n)[:n_grow]] = True
+    grow = np.arange(n) < n_grow
     matrix, encoded = _encode(dimensions, values, grow)
     tree = DecisionTreeRegressor(
         max_depth=config.max_depth, min_samples_leaf=config.min_leaf_size, random_state=config.seed
@@ -402,7 +476,7 @@ def segment(dimensions: pd.DataFrame, values: Any, **settings: Any) -> Segmentat
         )
         for node in _leaves_left_to_right(structure)
     ]
-    return Segmentation(overall, n, slices, nodes, rules, config, tree.apply(matrix))
+    return Segmentation(overall, n, slices, nodes, rules, config, tree.apply(matrix), grow)
 
 
 def _leaves_left_to_right(structure: Any) -> list[int]:
@@ -430,7 +504,12 @@ class Comparison:
 
 
 def compare_models(
-    y_true: Any, baseline_score: Any, candidate_score: Any, dimensions: pd.DataFrame, **settings: Any
+    y_true: Any,
+    baseline_score: Any,
+    candidate_score: Any,
+    dimensions: pd.DataFrame,
+    ids: Any = None,
+    **settings: Any,
 ) -> Comparison:
     """Where a candidate model wins and loses against a baseline, on the same labelled examples.
 
@@ -441,5 +520,5 @@ def compare_models(
     return Comparison(
         baseline_auc=auc(y_true, baseline_score),
         candidate_auc=auc(y_true, candidate_score),
-        segmentation=segment(dimensions, difference, **settings),
+        segmentation=segment(dimensions, difference, ids, **settings),
     )

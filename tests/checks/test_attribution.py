@@ -15,6 +15,7 @@ from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.runner import run_check
 from tests.attribution_reference import quadratic_attribution, quadratic_cross
+from tests.checks.test_segmentation import documented_split
 from tests.golden import golden_cases
 
 
@@ -278,8 +279,8 @@ def test_attribution_auc_finds_the_weak_slice_and_pins_its_numbers() -> None:
     assert summary.metrics["mean_attribution"] == pytest.approx(summary.metrics["auc"] / 2, abs=1e-12)
     assert sorted(s.target for s in slices) == ["marital != Married", "marital == Married"]
     attributions = quadratic_attribution(frame.label.to_numpy(), frame.score.to_numpy())
-    grow = np.zeros(len(frame), dtype=bool)  # the documented split: a seeded permutation
-    grow[np.random.default_rng(0).permutation(len(frame))[: round(0.5 * len(frame))]] = True
+    rows = pd.util.hash_pandas_object(frame, index=False)  # no id column: whole rows key the split
+    grow = documented_split(frame[["age", "hours", "marital", "grade"]], attributions, 0.5, seed=0, ids=rows)
     for result in slices:
         inside = (frame.marital == "Married").to_numpy()
         inside = inside if result.target == "marital == Married" else ~inside

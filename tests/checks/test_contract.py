@@ -1,12 +1,15 @@
 """Every registered check through the same battery of bad input (like scikit-learn's estimator checks).
 
 A check must answer each case with correct results or with `skipped`/`error` results that give a
-reason, never with an unexpected exception, and its results must be JSON-serialisable.
+reason, never with an unexpected exception, and its results must be JSON-serialisable. It must also
+give the same results for the same batch rows in any order, from a pickled profile and from a second
+fit, and leave the reference and the batch unmodified.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Callable
 
 import numpy as np
@@ -135,3 +138,87 @@ def test_catalog_entry_is_complete(name: str) -> None:
     for metric, values in entry["thresholds"].items():
         assert 1 <= len(values) <= 3, metric
         assert list(values) == sorted(values) or metric in registry.get(name).lower_is_worse
+
+
+# --- profile and row-order invariants -----------------------------------------------------------------
+
+# Details listing rows or values in order of appearance: compared as collections, not sequences.
+APPEARANCE_ORDER = frozenset({"failing_ids", "unseen_examples"})
+
+
+def _same(a: object, b: object, where: str) -> None:
+    """Equal values, floats to 1e-9 relative, NaN equal to NaN."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert a is not None and b is not None, where
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12, nan_ok=True), where
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+def _normalised(result: dict) -> dict:
+    """A result with order-of-appearance listings as sorted collections (truncated ones by size only)."""
+    details = dict(result["details"])
+    for key in APPEARANCE_ORDER & details.keys():
+        values = details[key]
+        total = details.get(f"{key}_total", len(values))
+        details[key] = len(values) if total > len(values) else sorted(map(repr, values))
+    return {**result, "details": details}
+
+
+def _by_target(results: list) -> dict[tuple[str, str], dict]:
+    """Results as plain dicts keyed by (check, target): the order of the results is not compared."""
+    return {(r.check, r.target): _normalised(r.to_dict()) for r in results}
+
+
+def _assert_same_results(left: list, right: list) -> None:
+    a, b = _by_target(left), _by_target(right)
+    assert sorted(a) == sorted(b) and len(a) == len(left) and len(b) == len(right)
+    for key in a:
+        _same(a[key], b[key], f"{key[0]}[{key[1]}]")
+
+
+def _shuffled(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """The same rows (index labels kept) in another order."""
+    return frame.iloc[np.random.default_rng(seed).permutation(len(frame))]
+
+
+@pytest.mark.parametrize("case", ["valid", "inf values"])
+@pytest.mark.parametrize("name", registry.names())
+def test_results_do_not_depend_on_row_order(name: str, case: str) -> None:
+    check = registry.create(name)
+    current = CASES[case](make_frame(300, seed=1))
+    profile = check.fit(REFERENCE, COLUMNS)
+    expected = run_check(check, current, COLUMNS, profile=profile, strict=True)
+    for seed in (1, 2):
+        shuffled = run_check(check, _shuffled(current, seed), COLUMNS, profile=profile, strict=True)
+        _assert_same_results(expected, shuffled)
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_profile_survives_pickling_and_fit_is_idempotent(name: str) -> None:
+    check = registry.create(name)
+    current = make_frame(300, seed=1)
+    first = check.fit(REFERENCE, COLUMNS)
+    expected = run_check(check, current, COLUMNS, profile=first, strict=True)
+    restored = pickle.loads(pickle.dumps(first))
+    _assert_same_results(expected, run_check(check, current, COLUMNS, profile=restored, strict=True))
+    again = check.fit(REFERENCE, COLUMNS)
+    _assert_same_results(expected, run_check(check, current, COLUMNS, profile=again, strict=True))
+
+
+@pytest.mark.parametrize("case", ["valid", "inf values", "missing columns"])
+@pytest.mark.parametrize("name", registry.names())
+def test_inputs_are_left_unmodified(name: str, case: str) -> None:
+    reference, current = REFERENCE.copy(deep=True), CASES[case](make_frame(300, seed=1)).copy(deep=True)
+    reference_before, current_before = reference.copy(deep=True), current.copy(deep=True)
+    run_check(registry.create(name), current, COLUMNS, reference=reference, strict=True)
+    pd.testing.assert_frame_equal(reference, reference_before)
+    pd.testing.assert_frame_equal(current, current_before)

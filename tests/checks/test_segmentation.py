@@ -45,6 +45,35 @@ def _rule_mask(rule: str, frame: pd.DataFrame) -> np.ndarray:
     return mask
 
 
+def _splitmix64(x: int) -> int:
+    """splitmix64's finaliser in plain Python integers (the published constants)."""
+    mask = (1 << 64) - 1
+    z = (x + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+def documented_split(
+    dimensions: pd.DataFrame, values: np.ndarray, fraction: float, seed: int, ids: pd.Series | None = None
+) -> np.ndarray:
+    """The growing rows as the segmentation module documents them, rebuilt from pandas' row hashes."""
+    contents = [int(h) for h in pd.util.hash_pandas_object(dimensions, index=False)]
+    keys = contents if ids is None else [int(h) for h in pd.util.hash_pandas_object(ids, index=False)]
+    ties = [int(h) for h in pd.util.hash_array(np.asarray(values, dtype=float))]
+    seen: dict[int, int] = {}
+    occurrence = [0] * len(keys)
+    for i in sorted(range(len(keys)), key=lambda i: (keys[i], contents[i], ties[i])):
+        occurrence[i] = seen.get(keys[i], 0)
+        seen[keys[i]] = occurrence[i] + 1
+    salt, mask = _splitmix64(seed), (1 << 64) - 1
+    mixed = [_splitmix64((_splitmix64(k ^ salt) + o) & mask) for k, o in zip(keys, occurrence, strict=True)]
+    ranked = sorted(range(len(keys)), key=lambda i: (mixed[i], contents[i], ties[i]))
+    grow = np.zeros(len(keys), dtype=bool)
+    grow[ranked[: round(fraction * len(keys))]] = True
+    return grow
+
+
 def _planted(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame(
@@ -152,8 +181,7 @@ def test_honest_means_are_the_held_out_means_and_less_optimistic() -> None:
     frame = pd.DataFrame({f"d{i}": rng.normal(size=2000) for i in range(5)})
     values = rng.normal(0.4, 0.05, 2000)  # pure noise: every slice is a false lead
     seg = segment(frame, values, max_depth=3, min_leaf_size=30, seed=7)
-    grow = np.zeros(2000, dtype=bool)
-    grow[np.random.default_rng(7).permutation(2000)[:1000]] = True
+    grow = documented_split(frame, values, 0.5, seed=7)
     fit_gap = honest_gap = 0.0
     for s in seg.slices:
         mask = _rule_mask(s.rule, frame)
@@ -234,3 +262,29 @@ def test_tiny_and_constant_inputs_give_one_slice() -> None:
     seg = segment(pd.DataFrame({"a": ["x", "y", "x"]}), [0.3, 0.3, 0.3])
     assert [s.rule for s in seg.slices] == ["all data"]
     assert seg.slices[0].rows == 3 and seg.slices[0].mean == 0.3
+
+
+# --- the split follows the rows, not their positions -----------------------------------------------
+
+
+def test_shuffled_rows_give_the_same_slices_and_numbers() -> None:
+    frame, values = _planted(3000, 9)
+    seg = segment(frame, values, max_depth=2)
+    order = np.random.default_rng(1).permutation(3000)
+    moved = segment(frame.iloc[order], values[order], max_depth=2)
+    assert [s.rule for s in moved.slices] == [s.rule for s in seg.slices]
+    for a, b in zip(seg.slices, moved.slices, strict=True):
+        assert (a.rows, a.fit_rows, a.false_discovery) == (b.rows, b.fit_rows, b.false_discovery)
+        assert b.mean == pytest.approx(a.mean, rel=1e-12) and b.p_value == pytest.approx(a.p_value, rel=1e-9)
+    np.testing.assert_array_equal(moved.leaves, seg.leaves[order])
+    np.testing.assert_array_equal(moved.grow, seg.grow[order])
+
+
+def test_row_ids_key_the_split() -> None:
+    frame, values = _planted(2000, 10)
+    ids = pd.Series(np.arange(2000) * 7 + 3)
+    seg = segment(frame, values, ids=ids, max_depth=1, seed=3)
+    np.testing.assert_array_equal(seg.grow, documented_split(frame, values, 0.5, seed=3, ids=ids))
+    assert not np.array_equal(seg.grow, segment(frame, values, max_depth=1, seed=3).grow)
+    with pytest.raises(CheckInputError, match="row ids"):
+        segment(frame, values, ids=ids[:10])
