@@ -61,6 +61,7 @@ def process_run_alerts(url: str, spec: MonitorSpec, record: dict[str, Any], driv
             config=spec.alerts,
             token=slack_token(spec, driver),
             run_url=driver.run_url,
+            batch_time=record.get("batch_time"),
         )
     return report.to_dict()
 

@@ -3,19 +3,26 @@
 An incident's `severity` is the worst severity it reached; it escalates but never de-escalates, so a
 metric hovering between two grades alerts once, not on every run. The latest severity and metrics are
 kept in `details`. Results that are `skipped` or `error` neither open nor resolve anything.
+
+Incidents follow batch time, not processing order: a run of a batch older than the monitor's newest
+completed batch (a re-run, or a late backfill) updates history but leaves every incident as the newer
+batch set it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from driftline.checks.result import severity_rank
-from driftline.tasks.history.models import Incident, utcnow
+from driftline.tasks.history.db import as_utc
+from driftline.tasks.history.models import Incident, Run, utcnow
+from driftline.tasks.history.store import RESTARTABLE
 
 ChangeKind = Literal["opened", "escalated", "resolved"]
 Key = tuple[str, str]
@@ -78,6 +85,20 @@ def _open_incidents(session: Session, monitor: str) -> dict[Key, Incident]:
     return incidents
 
 
+def newer_batch(session: Session, monitor: str, batch_id: str, batch_time: datetime) -> str | None:
+    """The id of the monitor's newest completed batch when it is newer than `batch_time`, else None."""
+    completed = Run.status.not_in(RESTARTABLE)
+    newest = session.execute(
+        select(Run.batch_id, Run.batch_time)
+        .where(Run.monitor == monitor, Run.batch_id != batch_id, completed)
+        .order_by(Run.batch_time.desc(), Run.id.desc())
+        .limit(1)
+    ).first()
+    if newest is None or as_utc(newest.batch_time) <= as_utc(batch_time):
+        return None
+    return newest.batch_id
+
+
 def apply_incidents(
     session: Session,
     *,
@@ -85,14 +106,18 @@ def apply_incidents(
     batch_id: str,
     results: Iterable[Mapping[str, Any]],
     min_severity: str,
+    batch_time: datetime | None = None,
 ) -> list[IncidentChange]:
     """Open, escalate and resolve the monitor's incidents for one run; returns the changes.
 
     Runs inside the caller's transaction, holding a per-monitor lock on PostgreSQL until it commits,
-    so re-processing a batch (even concurrently) finds the incidents the first pass opened.
+    so re-processing a batch (even concurrently) finds the incidents the first pass opened. With
+    `batch_time`, a batch older than the monitor's newest completed one changes nothing.
     """
     threshold = severity_rank(min_severity)
     _lock_monitor(session, monitor)
+    if batch_time is not None and newer_batch(session, monitor, batch_id, batch_time) is not None:
+        return []
     incidents = _open_incidents(session, monitor)
     now = utcnow()
     pending: list[tuple[ChangeKind, Incident, str | None, dict[str, Any]]] = []

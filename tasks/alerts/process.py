@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TextIO
 
 from sqlalchemy import Engine
@@ -11,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts.config import AlertConfig
 from driftline.tasks.alerts.delivery import build_sender
-from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents
+from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents, newer_batch
 from driftline.tasks.alerts.messages import build_message
 from driftline.tasks.alerts.outbox import dedupe_key, enqueue, flush_outbox, unsent_elsewhere
 
@@ -57,6 +58,7 @@ def process_alerts(
     token: str | None = None,
     run_url: str | None = None,
     stream: TextIO | None = None,
+    batch_time: datetime | None = None,
 ) -> AlertReport:
     """Update incidents from one run's results, queue the run's alert, and send everything queued.
 
@@ -64,7 +66,8 @@ def process_alerts(
     without its alert. Delivery happens after the commit: older unsent messages go first, and a
     message that cannot be sent stays queued for the next run. `token` is the resolved Slack bot
     token; `run_url` links the message to the run unless `alerts.slack.run_url` gives a template.
-    `stream` receives console alerts (standard error by default).
+    `stream` receives console alerts (standard error by default). With `batch_time`, a batch older
+    than the monitor's newest completed one leaves the incidents alone (it only updates history).
     """
     sender = build_sender(config, token, stream)
     destination = sender.destination if sender else None
@@ -73,8 +76,17 @@ def process_alerts(
         run_url = config.slack.format_run_url(monitor, batch_id) or run_url
     with Session(engine) as session, session.begin():
         report.changes = apply_incidents(
-            session, monitor=monitor, batch_id=batch_id, results=results, min_severity=config.min_severity
+            session,
+            monitor=monitor,
+            batch_id=batch_id,
+            results=results,
+            min_severity=config.min_severity,
+            batch_time=batch_time,
         )
+        stale = batch_time is not None and not report.changes
+        newer = newer_batch(session, monitor, batch_id, batch_time) if stale else None
+        if newer is not None:
+            report.reasons.append(f"batch {batch_id} is older than batch {newer}: incidents left as they are")
         if report.changes and destination is not None:
             message = build_message(
                 monitor=monitor, batch_id=batch_id, changes=report.changes, results=results, run_url=run_url
