@@ -4,6 +4,11 @@ Slack clients retry connection errors, 429 answers (after `Retry-After`) and 500
 before a send counts as failed; the outbox keeps failed messages for the next run. A failure is a
 `DeliveryError` whose message names the problem (a rejected token, an unknown channel, an unreachable
 host) and never contains the token or the webhook URL.
+
+The bot sender tags each message with its outbox dedupe key (Slack message metadata), so a send whose
+outcome is unknown (the process died, or the connection broke before Slack answered) can be looked up
+in the channel's history before it is sent again. Webhooks cannot read history: for them a send cut
+off mid-way may post twice.
 """
 
 from __future__ import annotations
@@ -11,8 +16,11 @@ from __future__ import annotations
 import http.client
 import logging
 import os
+import re
+import socket
 import sys
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
@@ -79,14 +87,23 @@ NETWORK_ERRORS = (OSError, http.client.HTTPException, SlackClientError, ValueErr
 # to warnings, whatever the application's logging level.
 WEBHOOK_LOGGER = logging.getLogger("driftline.tasks.alerts.webhook")
 WEBHOOK_LOGGER.setLevel(logging.WARNING)
+logger = logging.getLogger(__name__)
+
+# Message metadata that carries an outbox dedupe key through Slack and back.
+METADATA_EVENT = "driftline_alert"
+# How far before a send's start its message is looked for (clocks of two machines disagree).
+CLOCK_SLACK = timedelta(minutes=5)
+CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 
 
 class DeliveryError(RuntimeError):
-    """A send that failed; `affects_all` is False when only this message is at fault."""
+    """A send that failed; `affects_all` is False when only this message is at fault, `answered` is
+    True when the message was certainly not posted (Slack answered, or the connection was refused)."""
 
-    def __init__(self, message: str, *, affects_all: bool = True) -> None:
+    def __init__(self, message: str, *, affects_all: bool = True, answered: bool = False) -> None:
         super().__init__(message)
         self.affects_all = affects_all
+        self.answered = answered
 
 
 def retry_handlers() -> list[RetryHandler]:
@@ -98,16 +115,24 @@ def slack_problem(code: str | None, status: int, *, credential: str, channel: st
     """A `DeliveryError` explaining a Slack error code; `credential` and `channel` name what to check."""
     label = code or "no error code"
     if code in CREDENTIAL_ERRORS:
-        return DeliveryError(f"Slack rejected {credential} ({label}): check or replace it")
+        return DeliveryError(f"Slack rejected {credential} ({label}): check or replace it", answered=True)
     if code in PERMISSION_ERRORS:
-        return DeliveryError(f"Slack refused {credential} ({label}): the app needs the chat:write scope")
+        problem = f"Slack refused {credential} ({label}): the app needs the chat:write scope"
+        return DeliveryError(problem, answered=True)
     if code in CHANNEL_ERRORS:
-        return DeliveryError(
+        problem = (
             f"Slack cannot post to {channel} ({label}): check the channel name and that the app is in it"
         )
+        return DeliveryError(problem, answered=True)
     if code in MESSAGE_ERRORS:
-        return DeliveryError(f"Slack rejected the message ({label})", affects_all=False)
-    return DeliveryError(f"Slack answered HTTP {status} ({label})")
+        return DeliveryError(f"Slack rejected the message ({label})", affects_all=False, answered=True)
+    return DeliveryError(f"Slack answered HTTP {status} ({label})", answered=True)
+
+
+def never_connected(exc: BaseException) -> bool:
+    """True when the request cannot have reached Slack (connection refused, unknown host)."""
+    reason = getattr(exc, "reason", exc)
+    return isinstance(reason, ConnectionRefusedError | socket.gaierror)
 
 
 def _host(url: str) -> str:
@@ -122,9 +147,14 @@ class Sender:
     destination: str
     secrets: tuple[str, ...] = ()
 
-    def send(self, message: Mapping[str, Any]) -> None:
-        """Deliver one message (`text` and `blocks`)."""
+    def send(self, message: Mapping[str, Any], *, key: str | None = None) -> None:
+        """Deliver one message (`text` and `blocks`), tagged with its dedupe `key` where it can be."""
         raise NotImplementedError
+
+    def already_posted(self, key: str, since: datetime) -> bool | None:
+        """Whether a message tagged `key` was posted since `since`; None when this destination cannot
+        tell (the caller then sends again)."""
+        return None
 
     def redact(self, text: str) -> str:
         """`text` with every secret this sender holds replaced by `[redacted]`."""
@@ -138,16 +168,18 @@ class _SlackHttpSender(Sender):
 
     host: str
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, key: str | None = None) -> None:
         try:
-            self._post(message)
+            self._post(message, key)
         except DeliveryError as exc:
-            raise DeliveryError(self.redact(str(exc)), affects_all=exc.affects_all) from None
+            raise DeliveryError(
+                self.redact(str(exc)), affects_all=exc.affects_all, answered=exc.answered
+            ) from None
         except NETWORK_ERRORS as exc:
             problem = f"cannot reach Slack at {self.host}: {type(exc).__name__}: {exc}"
-            raise DeliveryError(self.redact(problem)) from None
+            raise DeliveryError(self.redact(problem), answered=never_connected(exc)) from None
 
-    def _post(self, message: Mapping[str, Any]) -> None:
+    def _post(self, message: Mapping[str, Any], key: str | None) -> None:
         raise NotImplementedError
 
 
@@ -171,17 +203,54 @@ class SlackBotSender(_SlackHttpSender):
         self._credential = credential
         self._client = WebClient(token=token, base_url=url, timeout=timeout, retry_handlers=retry_handlers())
 
-    def _post(self, message: Mapping[str, Any]) -> None:
+    def _post(self, message: Mapping[str, Any], key: str | None) -> None:
+        metadata = {"event_type": METADATA_EVENT, "event_payload": {"dedupe_key": key}} if key else None
         try:
             self._client.chat_postMessage(
-                channel=self.channel, text=message["text"], blocks=message["blocks"]
+                channel=self.channel, text=message["text"], blocks=message["blocks"], metadata=metadata
             )
         except SlackApiError as exc:
-            code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
-            code = clip(code, 200) if code else None
-            raise slack_problem(
-                code, exc.response.status_code, credential=self._credential, channel=self.channel
-            ) from None
+            raise self._problem(exc) from None
+
+    def _problem(self, exc: SlackApiError) -> DeliveryError:
+        code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+        code = clip(code, 200) if code else None
+        return slack_problem(
+            code, exc.response.status_code, credential=self._credential, channel=self.channel
+        )
+
+    def already_posted(self, key: str, since: datetime) -> bool | None:
+        """Look for the message tagged `key` in the channel's history since `since` (needs the
+        `channels:history` scope, and `channels:read` when the channel is given by name)."""
+        oldest = f"{(since - CLOCK_SLACK).timestamp():.6f}"
+        try:
+            channel = self._channel_id()
+            pages = self._client.conversations_history(
+                channel=channel, oldest=oldest, include_all_metadata=True, limit=200
+            )
+            return any(_tagged(m, key) for page in pages for m in page.get("messages") or [])
+        except SlackApiError as exc:
+            problem = self._problem(exc)
+        except DeliveryError as exc:
+            problem = exc
+        except NETWORK_ERRORS as exc:
+            problem = DeliveryError(f"cannot reach Slack at {self.host}: {type(exc).__name__}: {exc}")
+        logger.warning(
+            "cannot tell whether an interrupted alert was posted, sending it again: %s",
+            self.redact(str(problem)),
+        )
+        return None
+
+    def _channel_id(self) -> str:
+        """The channel's id (history is read by id): the configured value, or looked up by name."""
+        name = self.channel.lstrip("#")
+        if CHANNEL_ID.match(name):
+            return name
+        for page in self._client.conversations_list(types="public_channel,private_channel", limit=1000):
+            for channel in page.get("channels") or []:
+                if channel.get("name") == name:
+                    return str(channel["id"])
+        raise DeliveryError(f"no channel named {self.channel} is visible to the app")
 
 
 class SlackWebhookSender(_SlackHttpSender):
@@ -198,7 +267,7 @@ class SlackWebhookSender(_SlackHttpSender):
             url, timeout=timeout, retry_handlers=retry_handlers(), logger=WEBHOOK_LOGGER
         )
 
-    def _post(self, message: Mapping[str, Any]) -> None:
+    def _post(self, message: Mapping[str, Any], key: str | None) -> None:
         response = self._client.send(text=message["text"], blocks=message["blocks"])
         if response.status_code != 200:
             code = clip((response.body or "").strip(), 200) or None
@@ -219,7 +288,7 @@ class ConsoleSender(Sender):
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, key: str | None = None) -> None:
         stream = self._stream if self._stream is not None else sys.stderr
         print(unescape(message["text"]) + "\n", file=stream, flush=True)
 
@@ -231,7 +300,7 @@ class UnavailableSender(Sender):
         self.destination = destination
         self.problem = problem
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, key: str | None = None) -> None:
         raise DeliveryError(self.problem)
 
 
@@ -274,3 +343,10 @@ def build_sender(
         base_url=slack.base_url,
         credential=f"the bot token from {slack.token_source}",
     )
+
+
+def _tagged(message: Mapping[str, Any], key: str) -> bool:
+    """True when a history message carries the metadata of the alert with dedupe key `key`."""
+    metadata = message.get("metadata") or {}
+    payload = metadata.get("event_payload") or {}
+    return metadata.get("event_type") == METADATA_EVENT and payload.get("dedupe_key") == key

@@ -5,6 +5,13 @@ twice); `flush_outbox` sends a destination's unsent messages oldest first, marki
 recording the attempt and the error. A failure that would hit every message (unreachable Slack, a
 rejected token) stops the flush, so messages go out in order once the fault is fixed. `purge_sent`
 deletes delivered messages once they are old enough, so the table does not grow with history.
+
+Delivery is exactly once where the destination can be asked, at least once elsewhere. Before a send,
+its row is marked in flight (`sending_at`) in a transaction of its own; the mark is cleared when Slack
+answers. A row whose mark stayed (the process died mid-send, or the connection broke before an
+answer) is in doubt: before sending it again, the flush asks the destination whether the message is
+there (the bot reads the channel's history for the message tagged with the dedupe key). Webhooks
+cannot be asked, so for them an interrupted send may post twice.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, Select, delete, func, select
+from sqlalchemy import Engine, Select, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -29,6 +36,8 @@ from driftline.tasks.history.models import AlertOutbox, utcnow
 logger = logging.getLogger(__name__)
 
 ERROR_LIMIT = 2000
+# A send marked in flight this recently may still be going on in another process: leave it alone.
+IN_FLIGHT_LEASE = timedelta(minutes=2)
 _INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
 
@@ -84,52 +93,101 @@ def _unsent(destination: str, monitor: str | None) -> Select[tuple[AlertOutbox]]
     return query.where(AlertOutbox.monitor == monitor) if monitor is not None else query
 
 
-def _attempt(row: AlertOutbox, sender: Sender) -> DeliveryError | None:
-    """Send one queued message and record the outcome on its row; returns the error, if any."""
-    row.attempts += 1
-    try:
-        sender.send(row.payload)
-    except DeliveryError as exc:
-        error = exc
-    except Exception as exc:
-        error = DeliveryError(sender.redact(f"unexpected {type(exc).__name__}: {exc}"))
-    else:
-        row.sent_at = utcnow()
-        row.last_error = None
+@dataclass(frozen=True)
+class _Claim:
+    """A row marked in flight: what to send, and when an earlier send of it was cut off (if it was)."""
+
+    id: int
+    batch_id: str
+    key: str
+    payload: dict[str, Any]
+    in_doubt_since: Any
+
+
+def _claim(
+    session: Session, destination: str, monitor: str | None, tried: list[int], lease: timedelta
+) -> _Claim | None:
+    """Mark the oldest sendable row in flight; rows another process is sending (a recent mark and no
+    recorded outcome) are skipped, and so are rows locked by a concurrent flush on PostgreSQL."""
+    now = utcnow()
+    free = or_(
+        AlertOutbox.sending_at.is_(None),
+        AlertOutbox.sending_at < now - lease,
+        AlertOutbox.last_error.is_not(None),
+    )
+    query = (
+        _unsent(destination, monitor)
+        .where(AlertOutbox.id.not_in(tried), free)
+        .order_by(AlertOutbox.created_at, AlertOutbox.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
+    row = session.scalars(query).first()
+    if row is None:
         return None
+    claim = _Claim(row.id, row.batch_id, row.dedupe_key, dict(row.payload), row.sending_at)
+    row.sending_at, row.last_error = now, None
+    row.attempts += 1
+    return claim
+
+
+def _deliver(claim: _Claim, sender: Sender) -> DeliveryError | None:
+    """Send a claimed message unless an interrupted earlier send is found to have posted it."""
+    if claim.in_doubt_since is not None and sender.already_posted(claim.key, claim.in_doubt_since):
+        logger.info(
+            "alert for batch %s was posted by an interrupted send: not sending it again", claim.batch_id
+        )
+        return None
+    try:
+        sender.send(claim.payload, key=claim.key)
+    except DeliveryError as exc:
+        return exc
+    except Exception as exc:
+        return DeliveryError(sender.redact(f"unexpected {type(exc).__name__}: {exc}"))
+    return None
+
+
+def _settle(session: Session, claim: _Claim, error: DeliveryError | None) -> None:
+    """Record a send's outcome; a send that Slack never answered stays marked, so it is checked
+    before the next try."""
+    row = session.get(AlertOutbox, claim.id)
+    if row is None:
+        return
+    if error is None:
+        row.sent_at, row.sending_at, row.last_error = utcnow(), None, None
+        return
     row.last_error = clip(str(error), ERROR_LIMIT)
-    return error
+    if error.answered:
+        row.sending_at = None
 
 
-def flush_outbox(engine: Engine, sender: Sender, *, monitor: str | None = None) -> FlushResult:
+def flush_outbox(
+    engine: Engine, sender: Sender, *, monitor: str | None = None, lease: timedelta = IN_FLIGHT_LEASE
+) -> FlushResult:
     """Send the unsent messages for `sender`'s destination (of one monitor, or all), oldest first.
 
-    Each message is sent in its own transaction with its row locked (skipped by a concurrent flush on
-    PostgreSQL), so a message is marked sent as soon as Slack accepted it.
+    Each message is marked in flight and committed before it is sent, then marked sent (or given its
+    error) as soon as the outcome is known; `lease` is how long another process's mark is respected.
     """
     result = FlushResult()
     tried: list[int] = []
     while True:
         with Session(engine) as session, session.begin():
-            query = (
-                _unsent(sender.destination, monitor)
-                .where(AlertOutbox.id.not_in(tried))
-                .order_by(AlertOutbox.created_at, AlertOutbox.id)
-                .limit(1)
-                .with_for_update(skip_locked=True)
-            )
-            row = session.scalars(query).first()
-            if row is None:
-                break
-            tried.append(row.id)
-            batch_id = row.batch_id
-            error = _attempt(row, sender)
+            claim = _claim(session, sender.destination, monitor, tried, lease)
+        if claim is None:
+            break
+        tried.append(claim.id)
+        error = _deliver(claim, sender)
+        with Session(engine) as session, session.begin():
+            _settle(session, claim, error)
         if error is None:
             result.delivered += 1
             continue
         result.failed += 1
-        result.reasons.append(f"{sender.destination}: alert for batch {batch_id} not sent: {error}")
-        logger.warning("alert for batch %s not delivered to %s: %s", batch_id, sender.destination, error)
+        result.reasons.append(f"{sender.destination}: alert for batch {claim.batch_id} not sent: {error}")
+        logger.warning(
+            "alert for batch %s not delivered to %s: %s", claim.batch_id, sender.destination, error
+        )
         if error.affects_all:
             break
     with Session(engine) as session:

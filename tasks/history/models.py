@@ -133,3 +133,6 @@ class AlertOutbox(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Set before a send starts and cleared when its outcome is known: a row left with it set was cut
+    # off mid-send, and Slack may or may not have posted it.
+    sending_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -8,7 +8,10 @@ It records every request and answers from a script of replies, one per request, 
         assert [r.path for r in slack.requests] == ["/api/chat.postMessage"] * 2
 
 Web API paths (`/api/<method>`) answer JSON; webhook paths (`/services/...`) answer plain text, as
-Slack does (`ok`, or an error code such as `invalid_token` with a 4xx status).
+Slack does (`ok`, or an error code such as `invalid_token` with a 4xx status). Reads are answered
+from what was posted, not scripted, and recorded apart (`reads`): `conversations.history` lists the
+accepted messages (with their metadata when `include_all_metadata` is set) and `conversations.list`
+the channels in `channels`.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 WEBHOOK_PATH = "/services/T00000000/B00000000/stand-in-webhook-secret"
+READS = ("/api/conversations.history", "/api/conversations.list")
 API_SUCCESS = {"ok": True, "channel": "C0STANDIN", "ts": "1700000000.000100"}
 
 
@@ -33,6 +38,7 @@ class Reply:
     status: int = 200
     body: dict[str, Any] | str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
 
     @classmethod
     def ok(cls) -> Reply:
@@ -53,6 +59,12 @@ class Reply:
     def slack_error(cls, error: str) -> Reply:
         """A Web API refusal: HTTP 200 with `{"ok": false, "error": error}`."""
         return cls(200, {"ok": False, "error": error})
+
+    @classmethod
+    def posted_then_silent(cls, seconds: float) -> Reply:
+        """The message is posted, but the answer comes only after `seconds` (a client killed meanwhile
+        never learns that it was posted)."""
+        return cls(delay_s=seconds)
 
     @classmethod
     def webhook_error(cls, error: str, status: int = 403) -> Reply:
@@ -87,6 +99,8 @@ class SlackStandIn:
 
     def __init__(self) -> None:
         self.requests: list[Request] = []
+        self.reads: list[str] = []
+        self.channels = {"ml-alerts": "C0STANDIN"}
         self.default = Reply.ok()
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -134,6 +148,30 @@ class SlackStandIn:
         with self._lock:
             self.requests.append(request)
 
+    def _read(self, path: str, form: Any = None) -> dict[str, Any]:
+        """The answer to a Web API read (`conversations.history` or `conversations.list`), whose
+        arguments come in the query string (GET) or the form body (POST)."""
+        parts = urlsplit(path)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        query.update(form if isinstance(form, dict) else {})
+        with self._lock:
+            self.reads.append(parts.path)
+        if parts.path == "/api/conversations.list":
+            channels = [{"id": cid, "name": name} for name, cid in self.channels.items()]
+            return {"ok": True, "channels": channels, "response_metadata": {"next_cursor": ""}}
+        if parts.path == "/api/conversations.history":
+            if query.get("channel") not in self.channels.values():
+                return {"ok": False, "error": "channel_not_found"}
+            with_metadata = query.get("include_all_metadata") in ("1", "true", "True")
+            messages = [
+                {"type": "message", "ts": f"1700000000.{i:06d}", "text": r.body.get("text")}
+                | ({"metadata": r.body["metadata"]} if with_metadata and r.body.get("metadata") else {})
+                for i, r in enumerate(self.accepted())
+                if isinstance(r.body, dict)
+            ]
+            return {"ok": True, "messages": messages[::-1], "has_more": False}
+        return {"ok": False, "error": "unknown_method"}
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         stand_in = self
 
@@ -141,17 +179,29 @@ class SlackStandIn:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 headers = {k.lower(): v for k, v in self.headers.items()}
+                if urlsplit(self.path).path in READS:
+                    self._answer(
+                        200, stand_in._read(self.path, _parse(headers.get("content-type", ""), raw)), {}
+                    )
+                    return
                 reply, body, accepted = stand_in._next_reply(self.path)
                 parsed = _parse(headers.get("content-type", ""), raw)
                 stand_in._record(Request("POST", self.path, headers, parsed, raw, reply.status, accepted))
+                time.sleep(reply.delay_s)
+                self._answer(reply.status, body, reply.headers)
+
+            def do_GET(self) -> None:
+                self._answer(200, stand_in._read(self.path), {})
+
+            def _answer(self, status: int, body: dict[str, Any] | str, extra: dict[str, str]) -> None:
                 as_json = isinstance(body, dict)
                 payload = json.dumps(body).encode() if as_json else str(body).encode()
-                self.send_response(reply.status)
+                self.send_response(status)
                 self.send_header(
                     "Content-Type", "application/json; charset=utf-8" if as_json else "text/plain"
                 )
                 self.send_header("Content-Length", str(len(payload)))
-                for name, value in reply.headers.items():
+                for name, value in extra.items():
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)

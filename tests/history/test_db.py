@@ -28,7 +28,7 @@ from driftline.tasks.history.db import (
 from driftline.tasks.history.models import Base
 
 TABLES = {"runs", "results", "incidents", "alert_outbox"}
-HEAD = "0003"
+HEAD = "0004"
 
 
 def schema_differences(engine: Engine) -> list:
