@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per engine; the best is reported")
     parser.add_argument("--rows", type=int, help="ignored (the demo's batches have 6,000 rows)")
     args = parser.parse_args()
-    from driftline.flows.demo import build_demo_data
+    from driftline.data.demo import build_demo_data
 
     cli = str(Path(sys.executable).with_name("driftline"))
     with tempfile.TemporaryDirectory() as folder:

@@ -152,6 +152,13 @@ def infer_columns(frame: pd.DataFrame, given: Mapping[str, Any] | None = None) -
     return Columns(**roles, task=task, extra=given.get("extra") or {})
 
 
+def split_roles(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(check parameters, column roles) of one flat mapping: `label=...`, `numeric=[...]` and the like
+    are column roles, the rest configure the check (as `driftline evaluate --param` takes them)."""
+    keys = {*SINGLE_ROLES, *LIST_ROLES, "task"}
+    return {k: v for k, v in params.items() if k not in keys}, {k: v for k, v in params.items() if k in keys}
+
+
 def is_row_number(values: pd.Series) -> bool:
     """True for an integer column of unique values in increasing or decreasing order (a row number)."""
     if not pd.api.types.is_integer_dtype(values) or len(values) < 2 or values.hasnans:

@@ -83,13 +83,12 @@ def evaluate(
     """Run checks on two files, without Prefect, and print their results."""
     json_mode(as_json)
     from driftline.checks import registry
-    from driftline.checks.columns import LIST_ROLES, SINGLE_ROLES, infer_columns
+    from driftline.checks.columns import infer_columns, split_roles
     from driftline.checks.errors import CheckInputError
     from driftline.checks.runner import run_check
     from driftline.tasks.sources import SourceError, read_table
 
-    params = _parse_params(param or [])
-    roles = {k: params.pop(k) for k in list(params) if k in (*SINGLE_ROLES, *LIST_ROLES, "task")}
+    params, roles = split_roles(_parse_params(param or []))
     try:
         check_objs = [registry.create(name, params) for name in check]
         ref_frame, cur_frame = read_table(reference), read_table(current)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from driftline.checks.result import format_number
+from driftline.tasks.result_rows import format_metrics
 
 SEVERITY_STYLE = {"none": "green", "low": "yellow", "medium": "dark_orange", "high": "bold red"}
 STATUS_STYLE = {"ok": "", "skipped": "dim", "error": "bold magenta"}
@@ -20,23 +21,6 @@ def make_console(stderr: bool = False) -> Console:
     if not console.is_terminal:
         console = Console(stderr=stderr, width=160)
     return console
-
-
-def format_metrics(
-    metrics: Mapping[str, Any], thresholds: Mapping[str, Any] | None = None, limit: int = 4
-) -> str:
-    """`name=value` pairs, thresholded metrics first, with their thresholds in brackets."""
-    thresholds = thresholds or {}
-    names = sorted(metrics, key=lambda m: (m not in thresholds, m))[:limit]
-    parts = []
-    for name in names:
-        text = f"{name}={format_number(metrics[name])}"
-        if name in thresholds:
-            text += " [" + "/".join(format_number(t) for t in thresholds[name]) + "]"
-        parts.append(text)
-    if len(metrics) > limit:
-        parts.append(f"+{len(metrics) - limit} more")
-    return ", ".join(parts)
 
 
 def results_table(

@@ -7,24 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from driftline.flows.render import format_metrics
 from driftline.tasks.attribution_plots import figure_name
-
-
-def result_rows(results: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One table row per result, metrics shown with their thresholds."""
-    return [
-        {
-            "check": r["check"],
-            "target": r["target"],
-            "status": r["status"],
-            "severity": r["severity"],
-            "metrics": format_metrics(r["metrics"], r["thresholds"], limit=6),
-            "failing_rows": r["failing_rows"],
-            "reason": r["reason"] or "",
-        }
-        for r in results
-    ]
+from driftline.tasks.result_rows import result_rows
 
 
 def publish_artifacts(summary: Mapping[str, Any], figures: list[Path]) -> None:

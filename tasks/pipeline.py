@@ -211,7 +211,7 @@ def _evaluate(
     (reference, current), columns = apply_model(spec, [reference, batch.frame], columns)
 
     ref_hash = frame_fingerprint(reference)
-    figure_dir = _figure_dir(state_dir, spec.name, batch.batch_id)
+    figure_dir = report_dir(spec, batch.batch_id)
     jobs = build_jobs(spec, Evaluation(current, columns, reference, ref_hash, cache, figure_dir))
     results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
 
@@ -261,8 +261,9 @@ def _retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> R
     )
 
 
-def _figure_dir(state_dir: Path, monitor: str, batch_id: str) -> Path:
-    return state_dir / "reports" / monitor / batch_id
+def report_dir(spec: MonitorSpec, batch_id: str) -> Path:
+    """The folder of one run's report files (figures; summaries written by a driver)."""
+    return spec.base_dir / ".driftline" / "reports" / spec.name / batch_id
 
 
 def _report(summary: RunSummary, figure_dir: Path, driver: Driver) -> list[str]:

@@ -57,6 +57,6 @@ def postgres_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's reference, six census batches and spec, built once (model trained on ACS 2015)."""
-    from driftline.flows.demo import build_demo_data
+    from driftline.data.demo import build_demo_data
 
     return build_demo_data(tmp_path_factory.mktemp("demo"))

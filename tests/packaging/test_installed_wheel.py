@@ -130,7 +130,7 @@ def test_the_installed_demo_data_and_migrations_run_a_monitor(user_project: tupl
     folder, _ = user_project
     code = (
         "from pathlib import Path\n"
-        "from driftline.flows.demo import build_demo_data\n"
+        "from driftline.data.demo import build_demo_data\n"
         "from driftline import load_spec, run_monitor\n"
         "spec = build_demo_data(Path('demo'))\n"
         "summary = run_monitor(load_spec(spec), '2016-06')\n"
