@@ -19,8 +19,11 @@ $(BIN)/driftline: pyproject.toml
 demo: $(BIN)/driftline
 	$(BIN)/python -m driftline.flows.demo
 
+# The Airflow provider's tests run in their own environment (Airflow and Prefect cannot share one),
+# made on first use under deployments/airflow/.venv.
 test: $(BIN)/driftline
 	$(BIN)/python -m pytest -q
+	bash deployments/airflow/run-tests.sh -q
 
 lint: $(BIN)/driftline
 	$(BIN)/ruff check .
@@ -30,4 +33,4 @@ bench: $(BIN)/driftline
 	$(BIN)/python -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) driftline.db .driftline demo_output
+	rm -rf $(VENV) deployments/airflow/.venv driftline.db .driftline demo_output

@@ -1,0 +1,182 @@
+"""`DriftlineMonitorOperator`: one monitor run over one batch, in-process, through the driftline core.
+
+The task stores the same run, results, incidents and outbox rows as `driftline run` (the same core
+function, `driftline.tasks.pipeline.run_monitor`) and maps the outcome the way the CLI maps it to exit
+codes: a check at `fail_on` fails the task (exit 1), an empty batch skips it, a bad spec or unreadable
+data fails it without retries (exit 2), anything unexpected raises and is retried (exit 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from driftline.checks.result import SEVERITIES
+from driftline_airflow.connections import DB_CONN_ID, SLACK_CONN_ID, resolve_store_url, with_slack_connection
+from driftline_airflow.xcom import failing_checks, severity_counts, strict_json
+
+XCOM_RETURN_KEY = "return_value"
+
+
+def run_type(context: Any) -> str:
+    """The DAG run's type (`scheduled`, `manual`, `backfill`, ...), '' when unknown."""
+    dag_run = context.get("dag_run")
+    value = getattr(dag_run, "run_type", None)
+    return str(getattr(value, "value", value) or "")
+
+
+def task_instance_ids(context: Any) -> tuple[str | None, str | None]:
+    """The task instance's id (stored with the run) and its log URL (linked from alerts), if known."""
+    ti = context.get("ti")
+    ti_id = getattr(ti, "id", None)
+    try:
+        url = getattr(ti, "log_url", None)
+    except Exception:  # the URL needs the API's base URL in the config; an alert works without it
+        url = None
+    return (str(ti_id) if ti_id else None), url
+
+
+class DriftlineMonitorOperator(BaseOperator):
+    """Run the driftline monitor of `spec_path` over batch `batch_id` and push its summary to XCom.
+
+    :param spec_path: the monitor spec (YAML). Templated.
+    :param batch_id: the batch to evaluate; default the day the data interval ends. Empty: the newest
+        batch. Templated.
+    :param fail_on: the severity at which the task fails (`none` never fails); default the spec's
+        `fail_on`. The stored run keeps the spec's verdict either way.
+    :param alerts: process alerts (incidents, Slack or console) for this run.
+    :param retrain: start the spec's retraining command or webhook when the run reaches it.
+    :param backfill_alerts: in backfill runs, alerts and retraining are off (as under `driftline
+        backfill`) unless this is set.
+    :param store_url: the history database (SQLAlchemy URL); default the spec's `store_url`, else
+        $DRIFTLINE_DATABASE_URL, else the `db_conn_id` connection, else ./driftline.db. Templated.
+    :param db_conn_id: the Airflow connection of the history database.
+    :param slack_conn_id: the Airflow connection holding the Slack bot token (password) or incoming
+        webhook URL, used when the spec's environment variable is unset.
+    """
+
+    template_fields: Sequence[str] = ("spec_path", "batch_id", "store_url")
+    ui_color = "#e8f4f8"
+
+    def __init__(
+        self,
+        *,
+        spec_path: str,
+        batch_id: str | None = "{{ data_interval_end | ds }}",
+        fail_on: str | None = None,
+        alerts: bool = True,
+        retrain: bool = True,
+        backfill_alerts: bool = False,
+        store_url: str | None = None,
+        db_conn_id: str | None = DB_CONN_ID,
+        slack_conn_id: str | None = SLACK_CONN_ID,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if fail_on is not None and fail_on not in SEVERITIES:
+            raise ValueError(f"fail_on must be one of {', '.join(SEVERITIES)} or None, not {fail_on!r}")
+        self.spec_path = spec_path
+        self.batch_id = batch_id
+        self.fail_on = fail_on
+        self.alerts = alerts
+        self.retrain = retrain
+        self.backfill_alerts = backfill_alerts
+        self.store_url = store_url
+        self.db_conn_id = db_conn_id
+        self.slack_conn_id = slack_conn_id
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        """Run the monitor; return (push) the summary, or push it and fail or skip the task."""
+        from driftline.tasks.model import ModelError
+        from driftline.tasks.pipeline import run_monitor
+        from driftline.tasks.sources import SourceError
+        from driftline.tasks.spec import SpecError, severity_at_least
+        from driftline_airflow.driver import AirflowDriver
+
+        try:
+            spec = self.prepared_spec()
+        except (SpecError, ValueError) as exc:
+            raise AirflowFailException(str(exc)) from None
+        backfill = run_type(context) == "backfill"
+        act = not backfill or self.backfill_alerts
+        driver = AirflowDriver(spec, *task_instance_ids(context))
+        try:
+            summary = run_monitor(
+                spec,
+                self.batch_id or None,
+                driver=driver,
+                alerts=self.alerts and act,
+                retrain=self.retrain and act,
+            )
+        except (SourceError, SpecError, ModelError) as exc:
+            raise AirflowFailException(str(exc)) from None
+
+        fail_on = self.fail_on or spec.fail_on
+        if self.fail_on is None:
+            failed = summary.status == "failed"
+        else:
+            failed = severity_at_least(summary.worst_severity, self.fail_on)
+        payload = self.xcom_summary(summary, fail_on, driver)
+        if summary.status == "empty":
+            context["ti"].xcom_push(key=XCOM_RETURN_KEY, value=payload)
+            raise AirflowSkipException(f"batch {summary.batch_id} of {summary.monitor} is empty")
+        if failed:
+            context["ti"].xcom_push(key=XCOM_RETURN_KEY, value=payload)
+            checks = ", ".join(f"{c['check']}[{c['target']}]" for c in payload["failing_checks"][:5])
+            raise AirflowFailException(
+                f"{summary.monitor} batch {summary.batch_id}: worst severity {summary.worst_severity} "
+                f"reached fail_on={fail_on} ({checks})"
+            )
+        return payload
+
+    def prepared_spec(self) -> Any:
+        """The spec, with the history database and Slack credential from the operator or connections."""
+        from driftline.tasks.spec import load_spec
+
+        spec = load_spec(Path(self.spec_path))
+        store_url = resolve_store_url(spec, self.store_url, self.db_conn_id)
+        if store_url and store_url != spec.store_url:
+            spec = spec.model_copy(update={"store_url": store_url})
+        return with_slack_connection(spec, self.slack_conn_id)
+
+    @staticmethod
+    def xcom_summary(summary: Any, fail_on: str, driver: Any) -> dict[str, Any]:
+        """The run in brief: verdict, worst severity, failing checks, where the report and history are,
+        and the retraining conf when the spec's retraining threshold was reached."""
+        request = driver.retrain_request
+        retrain_conf = (
+            {
+                "monitor": request.monitor,
+                "batch_id": request.batch_id,
+                "severity": request.severity,
+                "failing_checks": request.failing_checks,
+                "spec_path": request.spec_path,
+                "idempotency_key": request.key,
+            }
+            if request is not None
+            else None
+        )
+        return strict_json(
+            {
+                "monitor": summary.monitor,
+                "batch_id": summary.batch_id,
+                "batch_time": summary.batch_time,
+                "rows": summary.rows,
+                "status": summary.status,
+                "worst_severity": summary.worst_severity,
+                "fail_on": fail_on,
+                "failing_checks": failing_checks(summary, fail_on) if fail_on != "none" else [],
+                "counts": severity_counts(summary.results),
+                "report_path": str(driver.report_path) if driver.report_path else None,
+                "figures": summary.figures,
+                "stored": summary.stored,
+                "alerts": summary.alerts,
+                "retraining": summary.retraining,
+                "retrain_conf": retrain_conf,
+                "engine": summary.engine,
+            }
+        )

@@ -1,0 +1,37 @@
+"""What the operators push to XCom: compact, strict JSON (non-finite numbers become null)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from driftline.tasks.pipeline import RunSummary
+
+# How many failing checks the monitor's XCom (and the retraining conf) lists, worst first.
+MAX_FAILING = 20
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with NaN and infinities replaced by None (XCom and DAG-run conf are JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
+
+
+def failing_checks(summary: RunSummary, minimum: str) -> list[dict[str, Any]]:
+    """The run's results at or above `minimum`, worst first: check, target, severity, metrics."""
+    hits = summary.failing(minimum)[:MAX_FAILING]
+    return [strict_json({k: r[k] for k in ("check", "target", "severity", "metrics")}) for r in hits]
+
+
+def severity_counts(results: list[dict[str, Any]]) -> dict[str, int]:
+    """How many results have each status (`error`, `skipped`) or, when ok, each severity."""
+    counts: dict[str, int] = {}
+    for r in results:
+        key = r["severity"] if r["status"] == "ok" else r["status"]
+        counts[key] = counts.get(key, 0) + 1
+    return counts

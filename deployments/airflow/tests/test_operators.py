@@ -1,0 +1,341 @@
+"""The operators' contract without a scheduler: execute() with a stand-in task context.
+
+Outcome mapping (as `driftline run` maps it to exit codes), the XCom payload, backfill runs without
+alerts, connections for the history database and Slack, and the check operator against scipy.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import pytest
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from scipy import stats
+from sqlalchemy import create_engine, text
+
+from driftline_airflow.connections import resolve_store_url, sqlalchemy_url, with_slack_connection
+from driftline_airflow.driver import AirflowDriver
+from driftline_airflow.operators import DriftlineCheckOperator, DriftlineMonitorOperator
+
+SPEC = """\
+name: unit
+reference: {{path: ref.csv}}
+batches: {{path: "batches/{{batch}}.csv"}}
+columns: {{numeric: [x]}}
+checks: [drift.numeric]
+fail_on: high
+execution: {{isolation: thread, workers: 1}}
+alerts: {alerts}
+"""
+
+
+class FakeTI:
+    """The parts of a runtime task instance the operators use."""
+
+    id = "0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+    log_url = None
+
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        json.dumps(value, allow_nan=False)  # XCom is strict JSON
+        self.pushed[key] = value
+
+
+def context(run_type: str = "manual") -> dict[str, Any]:
+    return {"ti": FakeTI(), "dag_run": SimpleNamespace(run_type=run_type)}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A small monitor: a normal reference, a batch like it, a shifted batch, an empty batch."""
+    rng = np.random.default_rng(3)
+    (tmp_path / "batches").mkdir()
+    pd.DataFrame({"x": rng.normal(0, 1, 2000)}).to_csv(tmp_path / "ref.csv", index=False)
+    pd.DataFrame({"x": rng.normal(0, 1, 1000)}).to_csv(tmp_path / "batches" / "2024-01-01.csv", index=False)
+    pd.DataFrame({"x": rng.normal(1.5, 1, 1000)}).to_csv(tmp_path / "batches" / "2024-01-02.csv", index=False)
+    (tmp_path / "batches" / "2024-01-03.csv").write_text("x\n")
+    (tmp_path / "monitor.yaml").write_text(SPEC.format(alerts="{console: true}"))
+    monkeypatch.setenv("DRIFTLINE_DATABASE_URL", f"sqlite:///{tmp_path / 'history.db'}")
+    return tmp_path
+
+
+def monitor(project: Path, batch: str, **kwargs: Any) -> DriftlineMonitorOperator:
+    return DriftlineMonitorOperator(
+        task_id="monitor", spec_path=str(project / "monitor.yaml"), batch_id=batch, **kwargs
+    )
+
+
+def stored(project: Path) -> list[tuple[str, str]]:
+    with create_engine(f"sqlite:///{project / 'history.db'}").connect() as conn:
+        return [tuple(r) for r in conn.execute(text("SELECT batch_id, status FROM runs ORDER BY id"))]
+
+
+def test_passing_batch_returns_the_summary(project: Path) -> None:
+    ctx = context()
+    summary = monitor(project, "2024-01-01").execute(ctx)
+    assert summary["status"] == "passed" and summary["batch_id"] == "2024-01-01" and summary["rows"] == 1000
+    assert summary["failing_checks"] == [] and ctx["ti"].pushed == {}
+    assert Path(summary["report_path"]).is_file()
+    assert stored(project) == [("2024-01-01", "passed")]
+
+
+def test_drifted_batch_fails_after_pushing_the_summary(project: Path) -> None:
+    ctx = context()
+    with pytest.raises(
+        AirflowFailException, match=r"worst severity high reached fail_on=high \(drift.numeric\[x\]"
+    ):
+        monitor(project, "2024-01-02").execute(ctx)
+    pushed = ctx["ti"].pushed["return_value"]
+    assert pushed["status"] == "failed" and pushed["failing_checks"][0]["target"] == "x"
+    assert pushed["alerts"]["destination"] == "console" and pushed["alerts"]["delivered"] == 1
+    assert [(c["kind"], c["target"]) for c in pushed["alerts"]["changes"]] == [("opened", "x")]
+    assert stored(project) == [("2024-01-02", "failed")]
+
+
+def test_fail_on_none_lets_the_task_succeed_but_stores_the_verdict(project: Path) -> None:
+    summary = monitor(project, "2024-01-02", fail_on="none").execute(context())
+    assert summary["status"] == "failed" and summary["failing_checks"] == []
+    assert stored(project) == [("2024-01-02", "failed")]
+
+
+def test_lower_fail_on_fails_a_batch_the_spec_passes(project: Path) -> None:
+    with pytest.raises(ValueError, match="fail_on must be one of"):
+        monitor(project, "2024-01-01", fail_on="severe")
+    summary = monitor(project, "2024-01-02", fail_on="high", alerts=False)
+    with pytest.raises(AirflowFailException):
+        summary.execute(context())
+
+
+def test_empty_batch_is_skipped_and_stored(project: Path) -> None:
+    ctx = context()
+    with pytest.raises(AirflowSkipException, match="empty"):
+        monitor(project, "2024-01-03").execute(ctx)
+    assert ctx["ti"].pushed["return_value"]["status"] == "empty"
+    assert stored(project) == [("2024-01-03", "empty")]
+
+
+def test_bad_spec_and_missing_batch_fail_without_retry(project: Path) -> None:
+    (project / "bad.yaml").write_text("name: bad\nchecks: []\n")
+    with pytest.raises(AirflowFailException, match=r"bad\.yaml"):
+        DriftlineMonitorOperator(task_id="m", spec_path=str(project / "bad.yaml")).execute(context())
+    with pytest.raises(AirflowFailException, match=r"2030-01-01\.csv: no such file"):
+        monitor(project, "2030-01-01").execute(context())
+
+
+def test_backfill_runs_store_results_without_alerts(project: Path) -> None:
+    ctx = context("backfill")
+    with pytest.raises(AirflowFailException):
+        monitor(project, "2024-01-02").execute(ctx)
+    assert ctx["ti"].pushed["return_value"]["alerts"] == {"skipped": "alerts disabled for this run"}
+    ctx = context("backfill")
+    with pytest.raises(AirflowFailException):
+        monitor(project, "2024-01-02", backfill_alerts=True).execute(ctx)
+    assert "skipped" not in ctx["ti"].pushed["return_value"]["alerts"]
+    assert stored(project) == [("2024-01-02", "failed")]  # one copy of the batch
+
+
+def test_templated_fields() -> None:
+    assert set(DriftlineMonitorOperator.template_fields) == {"spec_path", "batch_id", "store_url"}
+    assert (
+        DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id == "{{ data_interval_end | ds }}"
+    )
+    assert {"check", "reference", "current", "check_params"} <= set(DriftlineCheckOperator.template_fields)
+
+
+# --- connections -------------------------------------------------------------------------------------
+
+
+def test_database_url_from_connection_fields() -> None:
+    pg = SimpleNamespace(
+        conn_id="db",
+        conn_type="postgres",
+        host="db.local",
+        port=5432,
+        login="ml",
+        password="p@ss/w",
+        schema="drift",
+        extra_dejson={},
+    )
+    assert sqlalchemy_url(pg) == "postgresql+psycopg://ml:p%40ss%2Fw@db.local:5432/drift"
+    explicit = SimpleNamespace(conn_id="db", conn_type="generic", extra_dejson={"url": "sqlite:///x.db"})
+    assert sqlalchemy_url(explicit) == "sqlite:///x.db"
+    with pytest.raises(ValueError, match="conn type 'mysql'"):
+        sqlalchemy_url(SimpleNamespace(conn_id="db", conn_type="mysql", extra_dejson={}))
+
+
+def test_store_url_precedence(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from driftline.tasks.spec import load_spec
+
+    spec = load_spec(project / "monitor.yaml")
+    monkeypatch.setenv("AIRFLOW_CONN_UNIT_DB", json.dumps({"conn_type": "sqlite", "host": "/tmp/conn.db"}))
+    assert resolve_store_url(spec, "sqlite:///op.db", "unit_db") == "sqlite:///op.db"  # operator argument
+    assert (
+        resolve_store_url(spec, None, "unit_db") is None
+    )  # $DRIFTLINE_DATABASE_URL is set: the core reads it
+    monkeypatch.delenv("DRIFTLINE_DATABASE_URL")
+    assert resolve_store_url(spec, None, "unit_db") == "sqlite:////tmp/conn.db"  # then the connection
+    assert resolve_store_url(spec, None, "undefined_conn") is None  # then the core's default
+    with_url = spec.model_copy(update={"store_url": "sqlite:///spec.db"})
+    assert resolve_store_url(with_url, None, "unit_db") == "sqlite:///spec.db"
+
+
+class FakeSlack(BaseHTTPRequestHandler):
+    """Answers every Slack Web API method with ok, recording the method and the bearer token."""
+
+    calls: ClassVar[list[tuple[str, str]]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        FakeSlack.calls.append((self.path, self.headers.get("Authorization", "")))
+        body = json.dumps({"ok": True, "ts": "1.0", "channel": "C1", "messages": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def slack_api() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeSlack)
+    FakeSlack.calls = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/api/"
+    server.shutdown()
+
+
+def test_slack_token_from_the_connection_reaches_slack(
+    project: Path, slack_api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from driftline.tasks.spec import load_spec
+
+    alerts = f'{{min_severity: medium, slack: {{channel: "#ml", base_url: "{slack_api}"}}}}'
+    (project / "monitor.yaml").write_text(SPEC.format(alerts=alerts))
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DRIFTLINE_SLACK", json.dumps({"conn_type": "slack", "password": "xoxb-conn"})
+    )
+    spec = with_slack_connection(load_spec(project / "monitor.yaml"), "driftline_slack")
+    assert spec.alerts.slack.token_block == "driftline_slack"
+    assert AirflowDriver(spec).secret("driftline_slack") == "xoxb-conn"
+
+    with pytest.raises(AirflowFailException):
+        monitor(project, "2024-01-02").execute(context())
+    posts = [auth for path, auth in FakeSlack.calls if path.endswith("chat.postMessage")]
+    assert posts == ["Bearer xoxb-conn"]
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-env")  # the environment variable wins
+    assert (
+        with_slack_connection(load_spec(project / "monitor.yaml"), "driftline_slack").alerts.slack.token_block
+        is None
+    )
+
+
+def test_slack_webhook_from_the_connection(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from driftline.tasks.spec import load_spec
+
+    (project / "monitor.yaml").write_text(SPEC.format(alerts="{slack: {webhook_url_env: UNIT_HOOK}}"))
+    monkeypatch.delenv("UNIT_HOOK", raising=False)
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_HOOK",
+        json.dumps({"conn_type": "slackwebhook", "password": "https://hooks.example/T/B/x"}),
+    )
+    slack = with_slack_connection(load_spec(project / "monitor.yaml"), "hook").alerts.slack
+    assert (
+        slack.webhook_url.get_secret_value() == "https://hooks.example/T/B/x"
+        and slack.webhook_url_env is None
+    )
+    assert "hooks.example" not in repr(slack)
+
+
+# --- the check operator ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tables(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
+    rng = np.random.default_rng(11)
+    ref = pd.DataFrame({"x": rng.normal(0, 1, 1500), "y": rng.integers(0, 2, 1500)})
+    cur = pd.DataFrame({"x": rng.normal(0.4, 1.2, 900), "y": rng.integers(0, 2, 900)})
+    ref.to_parquet(tmp_path / "ref.parquet")
+    cur.to_csv(tmp_path / "cur.csv", index=False)
+    with sqlite3.connect(tmp_path / "src.db") as conn:
+        ref.to_sql("ref", conn, index=False)
+        cur.to_sql("cur", conn, index=False)
+    return ref, cur, tmp_path
+
+
+def ks(results: list[dict[str, Any]], target: str) -> float:
+    (hit,) = [r for r in results if r["target"] == target]
+    return hit["metrics"]["ks_statistic"]
+
+
+def test_check_operator_on_files_matches_scipy(tables: tuple[pd.DataFrame, pd.DataFrame, Path]) -> None:
+    ref, cur, folder = tables
+    op = DriftlineCheckOperator(
+        task_id="check",
+        check="drift.numeric",
+        reference=str(folder / "ref.parquet"),
+        current=str(folder / "cur.csv"),
+        check_params={"numeric": ["x"], "bins": 10},
+    )
+    results = op.execute(context())
+    assert [r["target"] for r in results] == ["x"]
+    assert ks(results, "x") == pytest.approx(stats.ks_2samp(ref["x"], cur["x"]).statistic, abs=1e-12)
+    assert results[0]["details"]["bins"] == 10
+
+
+def test_check_operator_on_sql_queries(
+    tables: tuple[pd.DataFrame, pd.DataFrame, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ref, cur, folder = tables
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SOURCE_DB", json.dumps({"conn_type": "sqlite", "host": str(folder / "src.db")})
+    )
+    op = DriftlineCheckOperator(
+        task_id="check",
+        check=["drift.numeric"],
+        reference={"sql": "SELECT x FROM ref", "url": f"sqlite:///{folder / 'src.db'}"},
+        current={
+            "sql": "SELECT x FROM cur WHERE x > :low",
+            "conn_id": "source_db",
+            "parameters": {"low": -10},
+        },
+        columns={"numeric": ["x"]},
+    )
+    results = op.execute(context())
+    assert ks(results, "x") == pytest.approx(stats.ks_2samp(ref["x"], cur["x"]).statistic, abs=1e-12)
+
+
+def test_check_operator_bad_input_and_fail_on(tables: tuple[pd.DataFrame, pd.DataFrame, Path]) -> None:
+    _, _, folder = tables
+    files = {"reference": str(folder / "ref.parquet"), "current": str(folder / "cur.csv")}
+    with pytest.raises(AirflowFailException, match=r"no\.such"):
+        DriftlineCheckOperator(task_id="c", check="no.such", **files).execute(context())
+    with pytest.raises(AirflowFailException, match=r"missing\.csv: no such file"):
+        DriftlineCheckOperator(
+            task_id="c",
+            check="drift.numeric",
+            reference=str(folder / "missing.csv"),
+            current=files["current"],
+        ).execute(context())
+    ctx = context()
+    with pytest.raises(AirflowFailException, match="reached fail_on=low"):
+        DriftlineCheckOperator(
+            task_id="c", check="drift.numeric", check_params={"numeric": ["x"]}, fail_on="low", **files
+        ).execute(ctx)
+    assert ctx["ti"].pushed["return_value"][0]["target"] == "x"
