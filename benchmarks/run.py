@@ -22,6 +22,7 @@ BENCHMARKS = (
     "bench_fairness",
     "bench_attribution",
     "bench_rubrics",
+    "bench_text",
 )
 
 

@@ -5,8 +5,10 @@ the repository). A gradient-boosting model is trained on half of survey year 201
 the reference snapshot. Production batches are drawn from 2016–2018: the first two are plain samples
 (the checks pass), the later ones over-sample older respondents more and more, the kind of
 population shift a change of acquisition channel causes, so drift and performance checks cross
-their thresholds. History goes to demo_output/driftline.db (made anew on every demo run), alerts to
-the console (set SLACK_BOT_TOKEN and `alerts.slack` in the spec to post them).
+their thresholds. A second monitor follows a sentiment classifier trained on rated movie-review
+sentences over batches from other domains (tweets, product reviews, editorials): text drift, unseen
+words, attacks and transformations. History goes to demo_output/driftline.db (made anew on every demo
+run), alerts to the console (set SLACK_BOT_TOKEN and `alerts.slack` in the spec to post them).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main() -> None:
     )
     console.print("starting a local Prefect server for the flow runs (about 15 s) ...")
 
+    from driftline.data.text.sentiment_model import BATCH_DOMAINS, write_demo_data
     from driftline.flows.monitor import monitor
     from driftline.flows.temporary_server import prefect_api
 
@@ -47,6 +50,13 @@ def main() -> None:
         for batch_id, _, strength in BATCHES:
             console.rule(f"batch {batch_id} (age tilt {strength})")
             print_summary(console, monitor(str(spec_path.resolve()), batch_id), show_ok=False)
+        text_spec = write_demo_data(OUTPUT / "text")
+        console.print(
+            "\n[bold]second monitor[/]: a sentiment classifier trained on movie reviews, on other domains"
+        )
+        for batch_id, domain in BATCH_DOMAINS.items():
+            console.rule(f"batch {batch_id} ({domain.replace('_', ' ')})")
+            print_summary(console, monitor(str(text_spec.resolve()), batch_id), show_ok=False)
     console.print(
         f"\n[bold]done in {time.perf_counter() - started:.0f} s.[/] Metric history:\n"
         f"  .venv/bin/driftline history acs-employment --check drift.prediction --db {HISTORY_URL}\n"

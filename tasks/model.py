@@ -83,20 +83,31 @@ def model_features(model: Any, columns: Columns) -> list[str]:
     return [str(n) for n in names] if names is not None else list(columns.features)
 
 
-def score_frame(model: Any, frame: pd.DataFrame, columns: Columns) -> tuple[pd.DataFrame, Columns]:
-    """Add `prediction` (and `score` for a binary classifier) columns the roles lack, from `model`."""
-    if columns.prediction and columns.prediction in frame:
-        return frame, columns
+def model_input(model: Any, frame: pd.DataFrame, columns: Columns) -> Any:
+    """What the model is called on: the raw strings of the one text column for a text model (one that
+    records no `feature_names_in_` while `columns.text` is set), else the feature columns."""
+    if columns.text and getattr(model, "feature_names_in_", None) is None:
+        if len(columns.text) != 1:
+            raise ModelError(f"a text model scores one text column; columns.text lists {list(columns.text)}")
+        return frame[columns.text[0]].fillna("").astype(str).tolist()
     features = model_features(model, columns)
     absent = [c for c in features if c not in frame.columns]
     if absent:
         raise ModelError(f"the model was trained on column(s) {absent}, which the data does not have")
+    return frame[features]
+
+
+def score_frame(model: Any, frame: pd.DataFrame, columns: Columns) -> tuple[pd.DataFrame, Columns]:
+    """Add `prediction` (and `score` for a binary classifier) columns the roles lack, from `model`."""
+    if columns.prediction and columns.prediction in frame:
+        return frame, columns
+    inputs = model_input(model, frame, columns)
     try:
-        predicted = np.asarray(model.predict(frame[features]))
+        predicted = np.asarray(model.predict(inputs))
         frame = frame.assign(prediction=predicted)
         columns = replace(columns, prediction="prediction")
         if hasattr(model, "predict_proba") and columns.score is None:
-            proba = np.asarray(model.predict_proba(frame[features]))
+            proba = np.asarray(model.predict_proba(inputs))
             if proba.ndim == 2 and proba.shape[1] == 2:
                 frame = frame.assign(score=proba[:, 1])
                 columns = replace(columns, score="score")

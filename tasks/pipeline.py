@@ -104,8 +104,9 @@ class Evaluation:
         return results
 
 
-def build_jobs(spec: MonitorSpec, evaluation: Evaluation) -> list[CheckJob]:
-    """The schema check first (unless listed), then the spec's checks in order, each with its limits."""
+def build_jobs(spec: MonitorSpec, evaluation: Evaluation, model: Any = None) -> list[CheckJob]:
+    """The schema check first (unless listed), then the spec's checks in order, each with its limits;
+    checks that call the model themselves (text attacks and transformations) are given `model`."""
     entries: list[tuple[str, dict[str, Any], CheckSpec | None]] = [
         (e.check, e.check_params(), e) for e in spec.checks
     ]
@@ -115,6 +116,8 @@ def build_jobs(spec: MonitorSpec, evaluation: Evaluation) -> list[CheckJob]:
     jobs = []
     for name, params, entry in entries:
         check = registry.create(name, params)
+        if model is not None and hasattr(check, "attach_model"):
+            check.attach_model(model)
         jobs.append(
             CheckJob(
                 check=check,
@@ -139,13 +142,14 @@ def run_status(results: list[dict[str, Any]], worst: str, fail_on: str, rows: in
     return "passed"
 
 
-def apply_model(spec: MonitorSpec, frames: list[Any], columns: Columns) -> tuple[list[Any], Columns]:
-    """Score each frame with the spec's model when the data carry no predictions."""
+def apply_model(spec: MonitorSpec, frames: list[Any], columns: Columns) -> tuple[list[Any], Columns, Any]:
+    """Score each frame with the spec's model when the data carry no predictions; also returns the
+    model (None without `model:`)."""
     if not spec.model:
-        return frames, columns
+        return frames, columns, None
     model = load_model(spec.model, spec.base_dir)
     scored = [score_frame(model, frame, columns) for frame in frames]
-    return [frame for frame, _ in scored], scored[-1][1]
+    return [frame for frame, _ in scored], scored[-1][1], model
 
 
 def run_monitor(
@@ -208,11 +212,11 @@ def _evaluate(
         columns = infer_columns(reference, spec.columns)
     except CheckInputError as exc:
         raise SpecError(f"{spec.name}: columns: {exc}") from None
-    (reference, current), columns = apply_model(spec, [reference, batch.frame], columns)
+    (reference, current), columns, model = apply_model(spec, [reference, batch.frame], columns)
 
     ref_hash = frame_fingerprint(reference)
     figure_dir = report_dir(spec, batch.batch_id)
-    jobs = build_jobs(spec, Evaluation(current, columns, reference, ref_hash, cache, figure_dir))
+    jobs = build_jobs(spec, Evaluation(current, columns, reference, ref_hash, cache, figure_dir), model)
     results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
 
     worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")

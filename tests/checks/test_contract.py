@@ -29,10 +29,12 @@ COLUMNS = Columns(
     query_id="query",
     numeric=("x1", "x2", "age"),
     categorical=("color", "city", "sex"),
+    text=("review",),
     protected=("sex",),
     class_scores=("p0", "p1"),
     task="binary",
 )
+WORDS = np.array(["good", "bad", "film", "the", "plot", "was", "not", "great", "she", "he", "Paris", "!"])
 
 
 def make_frame(n: int, seed: int) -> pd.DataFrame:
@@ -55,6 +57,9 @@ def make_frame(n: int, seed: int) -> pd.DataFrame:
             "p0": 1 - score,
             "p1": score,
             "query": rng.integers(0, 20, size=n),
+            "review": pd.Series(
+                [" ".join(rng.choice(WORDS, size=rng.integers(0, 9))) for _ in range(n)], dtype="str"
+            ),
         }
     )
 
