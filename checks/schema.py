@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -28,10 +28,16 @@ def value_kind(series: pd.Series) -> str:
 @dataclass(kw_only=True)
 class SchemaCheck(Check):
     """Batch schema against the reference: a missing column or a changed value kind is high severity,
-    an extra column is low. Integer/float and string/category changes are not kind changes."""
+    an extra column is low. Integer/float and string/category changes are not kind changes.
+
+    `arrive_later` names columns that are expected to be missing from a batch because they come later
+    (the label of a monitor with a `labels:` source): their absence is reported with severity none.
+    """
 
     name: ClassVar[str] = "schema.columns"
     family: ClassVar[str] = "schema"
+
+    arrive_later: list[str] = field(default_factory=list)
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, str]:
         return {str(c): value_kind(reference[c]) for c in reference.columns}
@@ -40,7 +46,12 @@ class SchemaCheck(Check):
         rows = len(current)
         problems = []
         for column, kind in profile.items():
-            if column not in current.columns:
+            if column not in current.columns and column in self.arrive_later:
+                details = {"problem": "not in the batch yet: it arrives later", "expected": kind}
+                problems.append(
+                    self.result(column, {"arrives_later": 1.0}, rows=rows, severity="none", details=details)
+                )
+            elif column not in current.columns:
                 problems.append(
                     self._problem(column, rows, "missing_columns", "missing from the batch", expected=kind)
                 )

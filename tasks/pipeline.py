@@ -21,7 +21,7 @@ from driftline.checks.base import Check
 from driftline.checks.columns import Columns, infer_columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.fingerprint import frame_fingerprint
-from driftline.checks.result import severity_rank, worst_severity
+from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.tasks.attribution_plots import drawn_figures, write_figures
 from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.model import load_model, score_frame
@@ -52,6 +52,7 @@ class RunSummary:
     alerts: dict[str, Any] = field(default_factory=dict)
     retraining: dict[str, Any] | None = None
     figures: list[str] = field(default_factory=list)
+    labels: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-serialisable)."""
@@ -93,6 +94,11 @@ class Evaluation:
     cache: ProfileCache
     figure_dir: Path
 
+    def waiting_for_labels(self, check: Check) -> list[dict[str, Any]]:
+        """The result of a label check on a batch whose labels have not landed: skipped until they do."""
+        reason = "the batch has no labels yet: this check runs when they land (see `labels:`)"
+        return [CheckResult.skipped(check.name, "*", reason, rows=len(self.current)).to_dict()]
+
     def evaluate_and_draw(self, check: Check) -> list[dict[str, Any]]:
         """One check's results, its figures drawn in the same worker (in parallel with the other
         checks); a figure that cannot be drawn never costs a result."""
@@ -110,19 +116,24 @@ def build_jobs(spec: MonitorSpec, evaluation: Evaluation, model: Any = None) -> 
     entries: list[tuple[str, dict[str, Any], CheckSpec | None]] = [
         (e.check, e.check_params(), e) for e in spec.checks
     ]
+    label = evaluation.columns.label
+    awaited = spec.labels is not None and label is not None and label not in evaluation.current.columns
     if all(name != SCHEMA_CHECK for name, _, _ in entries):
-        entries.insert(0, (SCHEMA_CHECK, {}, None))
+        entries.insert(0, (SCHEMA_CHECK, {"arrive_later": [label]} if awaited else {}, None))
     execution = spec.execution
     jobs = []
     for name, params, entry in entries:
         check = registry.create(name, params)
         if model is not None and hasattr(check, "attach_model"):
             check.attach_model(model)
+        waits = awaited and "label" in check.needs
         jobs.append(
             CheckJob(
                 check=check,
                 label=check_label(check, entry),
-                evaluate=partial(evaluation.evaluate_and_draw, check),
+                evaluate=partial(
+                    evaluation.waiting_for_labels if waits else evaluation.evaluate_and_draw, check
+                ),
                 isolation=execution.isolation,
                 timeout_s=(entry.timeout_s if entry and entry.timeout_s else None) or execution.timeout_s,
                 memory_mb=execution.memory_mb,
@@ -212,6 +223,7 @@ def _evaluate(
         columns = infer_columns(reference, spec.columns)
     except CheckInputError as exc:
         raise SpecError(f"{spec.name}: columns: {exc}") from None
+    declared = columns
     (reference, current), columns, model = apply_model(spec, [reference, batch.frame], columns)
 
     ref_hash = frame_fingerprint(reference)
@@ -243,6 +255,8 @@ def _evaluate(
     }
     persisted = persist_run(spec, record, state_dir / "spool", alerts=alerts, driver=driver)
     summary.stored, summary.alerts = persisted.stored, persisted.alerts
+    if spec.labels is not None:
+        summary.labels = _late_labels(spec, batch.batch_id, declared, reference, ref_hash, cache, driver)
     if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
         summary.retraining = driver.retrain(spec, _retrain_request(spec, summary, ref_hash), state_dir)
     summary.figures = _report(summary, figure_dir, driver)
@@ -250,6 +264,38 @@ def _evaluate(
         "monitor %s batch %s: %s (worst severity %s)", spec.name, batch.batch_id, summary.status, worst
     )
     return summary
+
+
+def _late_labels(
+    spec: MonitorSpec,
+    batch_id: str,
+    columns: Columns,
+    reference: pd.DataFrame,
+    ref_hash: str,
+    cache: ProfileCache,
+    driver: Driver,
+) -> list[dict[str, Any]]:
+    """Join the labels that landed since onto earlier batches; a failure is logged, never fatal."""
+    from driftline.tasks.late_labels import join_late_labels
+
+    def prepare(frame: pd.DataFrame) -> tuple[pd.DataFrame, Columns]:
+        (scored,), scored_columns, _ = apply_model(spec, [frame], columns)
+        return scored, scored_columns
+
+    try:
+        joins = join_late_labels(
+            spec,
+            current_batch=batch_id,
+            columns=columns,
+            reference=reference,
+            ref_hash=ref_hash,
+            cache=cache,
+            prepare=prepare,
+        )
+    except Exception as exc:
+        driver.logger.warning("late labels not joined: %s: %s", type(exc).__name__, exc)
+        return []
+    return [join.to_dict() for join in joins]
 
 
 def _retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> RetrainRequest:

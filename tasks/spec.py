@@ -141,6 +141,9 @@ class MonitorSpec(Strict):
     description: str = ""
     reference: Source
     batches: Source
+    labels: Source | None = Field(
+        None, description="labels that land after their batch: a `{batch}` file template or SQL, keyed by id"
+    )
     columns: dict[str, Any] = Field(default_factory=dict)
     model: str | None = Field(None, description="`package.module:callable` returning a fitted estimator")
     checks: list[CheckSpec]
@@ -152,6 +155,14 @@ class MonitorSpec(Strict):
     store_url: str | None = None
     base_dir: Path = Field(Path("."), exclude=True)
     path: Path | None = Field(None, exclude=True, description="the spec file, when loaded from one")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_per_batch(cls, value: Source | None) -> Source | None:
+        """A labels file must name its batch, or every batch would get the same labels."""
+        if value is not None and value.path is not None and "{batch}" not in value.path:
+            raise ValueError(f"labels.path {value.path!r} must contain {{batch}}")
+        return value
 
     @field_validator("columns")
     @classmethod

@@ -294,3 +294,75 @@ def _number(value: Any, check: str, target: str, name: str) -> float | None:
     except (TypeError, ValueError):
         raise ValueError(f"result {check}/{target}: {name} = {value!r} is not a number") from None
     return number if math.isfinite(number) else None
+
+
+# Checks whose values estimate what labels later measure: kept, and marked, once the labels land.
+ESTIMATE_CHECKS = ("performance.estimated",)
+
+
+def runs_without_labels(engine: Engine, monitor: str, *, exclude: str, limit: int) -> list[str]:
+    """Batch ids of the monitor's completed runs (passed or failed) whose labels were never joined,
+    newest first, among its `limit` newest completed runs other than `exclude`."""
+    query = (
+        select(RUNS.c.batch_id, RUNS.c.details)
+        .where(RUNS.c.monitor == monitor, RUNS.c.batch_id != exclude, RUNS.c.status.in_(("passed", "failed")))
+        .order_by(RUNS.c.batch_time.desc(), RUNS.c.id.desc())
+        .limit(limit)
+    )
+    with engine.connect() as conn:
+        return [row.batch_id for row in conn.execute(query) if "labels" not in (row.details or {})]
+
+
+def record_late_results(
+    engine: Engine,
+    *,
+    monitor: str,
+    batch_id: str,
+    results: Iterable[Mapping[str, Any] | CheckResult],
+    fail_on: str,
+    labels: Mapping[str, Any],
+) -> tuple[str, str]:
+    """Store the label checks of a batch whose labels landed late, in one transaction: their results
+    replace the stored ones, estimates of the batch are marked superseded, and the run's worst severity
+    and status (against `fail_on`) are recomputed over all its results. Returns (status, worst)."""
+    from driftline.checks.result import worst_severity
+    from driftline.tasks.spec import severity_at_least
+
+    with engine.begin() as conn:
+        run = conn.execute(
+            select(RUNS.c.id, RUNS.c.batch_time, RUNS.c.details).where(
+                RUNS.c.monitor == monitor, RUNS.c.batch_id == batch_id
+            )
+        ).one()
+        shared = {"run_id": run.id, "monitor": monitor, "batch_id": batch_id, "batch_time": run.batch_time}
+        rows = _unique_rows(shared, results)
+        _delete_stale(conn, monitor, batch_id, rows)
+        _upsert_results(conn, rows)
+        _mark_superseded(conn, monitor, batch_id)
+        severities = conn.execute(
+            select(RESULTS.c.severity).where(
+                RESULTS.c.monitor == monitor, RESULTS.c.batch_id == batch_id, RESULTS.c.status == "ok"
+            )
+        )
+        worst = worst_severity(row.severity for row in severities)
+        status = "failed" if severity_at_least(worst, fail_on) else "passed"
+        joined = {**dict(labels), "joined_at": utcnow().isoformat()}
+        details = json_safe({**(run.details or {}), "labels": joined})
+        conn.execute(
+            update(RUNS)
+            .where(RUNS.c.id == run.id)
+            .values(status=status, worst_severity=worst, details=details)
+        )
+    return status, worst
+
+
+def _mark_superseded(conn: Connection, monitor: str, batch_id: str) -> None:
+    """Note on the batch's estimate rows that labels now measure what they estimated."""
+    estimates = conn.execute(
+        select(RESULTS.c.id, RESULTS.c.details).where(
+            RESULTS.c.monitor == monitor, RESULTS.c.batch_id == batch_id, RESULTS.c.check.in_(ESTIMATE_CHECKS)
+        )
+    ).all()
+    for row in estimates:
+        details = {**(row.details or {}), "superseded_by": "labels"}
+        conn.execute(update(RESULTS).where(RESULTS.c.id == row.id).values(details=details))
