@@ -23,6 +23,7 @@ BENCHMARKS = (
     "bench_attribution",
     "bench_rubrics",
     "bench_text",
+    "bench_vs_evidently",
 )
 
 

@@ -8,13 +8,7 @@ orchestrator: `create`, `run_check`, `infer_columns` (the check catalog), `load_
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-
-try:
-    __version__ = version("driftline")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
 
 _PUBLIC = {
     "create": "driftline.checks.registry",
@@ -27,8 +21,21 @@ _PUBLIC = {
 __all__ = ["__version__", *_PUBLIC]
 
 
+def _version() -> str:
+    """The installed distribution's version (read on first use: importlib.metadata is slow to load)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("driftline")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
     """Import a public name's module on first use."""
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'driftline' has no attribute {name!r}")

@@ -404,3 +404,22 @@ def test_bad_parameters_are_clear_errors():
         registry.create("drift.numeric", {"bins": 1})
     with pytest.raises(CheckInputError, match="smoothing"):
         registry.create("drift.categorical", {"smoothing": -0.5})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_weighted_wasserstein_and_chi_square_equal_scipy(seed: int) -> None:
+    """The numpy forms used to keep scipy.stats off the import path agree with scipy.stats."""
+    from driftline.checks.binning import chi_square, ks_pvalue, wasserstein_1d
+
+    rng = np.random.default_rng(seed)
+    points, values = rng.normal(size=40).round(1), rng.normal(0.4, size=70).round(1)
+    weights = rng.integers(1, 6, size=40).astype(float)
+    assert wasserstein_1d(points, weights, values) == pytest.approx(
+        stats.wasserstein_distance(points, values, u_weights=weights), rel=1e-12
+    )
+    reference, current = rng.integers(1, 60, size=7), rng.integers(1, 60, size=7)
+    expected = stats.chi2_contingency(np.vstack([reference, current]), correction=False)
+    assert chi_square(reference, current) == pytest.approx((expected.statistic, expected.pvalue), rel=1e-12)
+    assert ks_pvalue(0.02, 200_000, 100_000) == pytest.approx(
+        stats.kstwobign.sf(0.02 * np.sqrt(66_667)), rel=1e-12
+    )
