@@ -195,6 +195,8 @@ class _DistributionDrift(Check):
             "reference_shares": (sketch.counts / sketch.n).tolist(),
             "current_shares": (current / len(ordered)).tolist(),
             "out_of_range_share": sketch.out_of_range(ordered),
+            "reference_range": _finite_range(sketch.points),
+            "current_range": _finite_range(ordered),
             "reference_rows": sketch.n,
             "dropped_rows": dropped,
             "inf_rows": int(np.isinf(ordered).sum()),
@@ -222,6 +224,13 @@ class _DistributionDrift(Check):
             "dropped_rows": dropped,
         }
         return metrics, details
+
+
+def _finite_range(ordered: np.ndarray) -> list[float] | None:
+    """[smallest, largest] finite value of sorted values (the outer bins' extent in a report's
+    histogram), None when there is none."""
+    finite = ordered[np.isfinite(ordered)]
+    return [float(finite[0]), float(finite[-1])] if len(finite) else None
 
 
 def _largest_changes(

@@ -17,6 +17,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from driftline.data.demo import BATCHES, build_demo_data
 
@@ -46,10 +47,12 @@ def main() -> None:
     from driftline.flows.monitor import monitor
     from driftline.flows.temporary_server import prefect_api
 
+    summaries = []
     with prefect_api():
         for batch_id, _, strength in BATCHES:
             console.rule(f"batch {batch_id} (age tilt {strength})")
-            print_summary(console, monitor(str(spec_path.resolve()), batch_id), show_ok=False)
+            summaries.append(monitor(str(spec_path.resolve()), batch_id))
+            print_summary(console, summaries[-1], show_ok=False)
         text_spec = write_demo_data(OUTPUT / "text")
         console.print(
             "\n[bold]second monitor[/]: a sentiment classifier trained on movie reviews, on other domains"
@@ -62,6 +65,28 @@ def main() -> None:
         f"  .venv/bin/driftline history acs-employment --check drift.prediction --db {HISTORY_URL}\n"
         f"  .venv/bin/driftline trend acs-employment --metric psi --db {HISTORY_URL}"
     )
+    worst = worst_run(summaries)
+    if worst is not None and worst.get("report"):
+        console.print(
+            f"\nHTML report of the worst batch ({worst['batch_id']}, {worst['worst_severity']}):\n"
+            f"  {worst['report']}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def worst_run(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run with the worst severity, then the most results at medium or above, then the latest."""
+    from driftline.checks.result import severity_rank
+
+    def weight(summary: dict[str, Any]) -> tuple[int, int]:
+        hits = sum(
+            r["status"] == "ok" and severity_rank(r["severity"]) >= severity_rank("medium")
+            for r in summary["results"]
+        )
+        return severity_rank(summary["worst_severity"]), hits
+
+    return max(reversed(summaries), key=weight, default=None)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ class RunSummary:
     alerts: dict[str, Any] = field(default_factory=dict)
     retraining: dict[str, Any] | None = None
     figures: list[str] = field(default_factory=list)
+    report: str | None = None
     labels: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -259,7 +260,7 @@ def _evaluate(
         summary.labels = _late_labels(spec, batch.batch_id, declared, reference, ref_hash, cache, driver)
     if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
         summary.retraining = driver.retrain(spec, _retrain_request(spec, summary, ref_hash), state_dir)
-    summary.figures = _report(summary, figure_dir, driver)
+    summary.figures = _report(spec, summary, figure_dir, driver)
     driver.logger.info(
         "monitor %s batch %s: %s (worst severity %s)", spec.name, batch.batch_id, summary.status, worst
     )
@@ -316,9 +317,15 @@ def report_dir(spec: MonitorSpec, batch_id: str) -> Path:
     return spec.base_dir / ".driftline" / "reports" / spec.name / batch_id
 
 
-def _report(summary: RunSummary, figure_dir: Path, driver: Driver) -> list[str]:
-    """The run's figures, published by the engine; a failure here is logged, never fatal (the run is
-    stored)."""
+def _report(spec: MonitorSpec, summary: RunSummary, figure_dir: Path, driver: Driver) -> list[str]:
+    """The run's HTML report and figures, published by the engine; a failure here is logged, never
+    fatal (the run is stored)."""
+    try:
+        from driftline.tasks.report import write_html_report
+
+        summary.report = str(write_html_report(spec, summary, run_url=driver.run_url))
+    except Exception as exc:
+        driver.logger.warning("HTML report not written: %s: %s", type(exc).__name__, exc)
     try:
         figures = drawn_figures(summary.results, figure_dir)
         driver.publish(summary.to_dict(), figures)

@@ -1,0 +1,138 @@
+"""The numbers the report's pictures show, pinned against independent computations (numpy, pandas,
+scikit-learn) on the same data."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.calibration import calibration_curve
+from sklearn.metrics import roc_auc_score
+
+from driftline.checks.columns import Columns
+from driftline.checks.registry import create
+from driftline.tasks.history.trend import MAD_NORMAL_SCALE
+from driftline.tasks.report.figures import (
+    calibration_data,
+    category_data,
+    drift_histogram_svg,
+    histogram_data,
+    sparkline_svg,
+    subset_data,
+)
+from driftline.tasks.report.trends import baseline_bands
+from tests.report.conftest import make_frame
+
+COLUMNS = Columns(id="id", label="label", score="score", numeric=("x",), categorical=("c",))
+
+
+def _results(name: str, reference: pd.DataFrame, batch: pd.DataFrame, **params) -> list[dict]:
+    check = create(name, params)
+    return [r.to_dict() for r in check.evaluate(batch, check.fit(reference, COLUMNS), COLUMNS)]
+
+
+def right_closed_counts(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Counts in (e_i, e_i+1] (the first bin closed on the left too), via numpy on negated values."""
+    return np.histogram(-values, bins=-edges[::-1])[0][::-1]
+
+
+def test_histogram_counts_equal_numpys_on_the_same_data() -> None:
+    reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
+    batch.loc[:9, "x"] = np.nan  # dropped rows are not counted
+    (result,) = _results("drift.numeric", reference, batch)
+    hist = histogram_data(result["details"], result["rows"])
+    ref_x, cur_x = reference["x"].to_numpy(), batch["x"].dropna().to_numpy()
+    assert hist.edges[0] == pytest.approx(min(ref_x.min(), cur_x.min()))
+    assert hist.edges[-1] == pytest.approx(max(ref_x.max(), cur_x.max()))
+    np.testing.assert_array_equal(hist.reference_counts, right_closed_counts(ref_x, hist.edges))
+    np.testing.assert_array_equal(hist.current_counts, right_closed_counts(cur_x, hist.edges))
+    assert hist.current_counts.sum() == len(batch) - 10
+    for counts in (hist.reference_counts, hist.current_counts):
+        assert np.sum(hist.density(counts) * hist.widths) == pytest.approx(1.0)
+    assert result["details"]["reference_range"] == [ref_x.min(), ref_x.max()]
+    assert drift_histogram_svg(result).startswith("data:image/svg+xml;base64,")
+
+
+def test_histogram_without_ranges_and_with_bad_shares() -> None:
+    details = {"edges": [1.0, 2.0, 4.0], "reference_shares": [0.25] * 4, "current_shares": [0.25] * 4}
+    hist = histogram_data({**details, "reference_rows": 8}, 4)
+    np.testing.assert_allclose(hist.edges, [0.0, 1.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(hist.reference_counts, [2, 2, 2, 2])
+    with pytest.raises(ValueError, match="3 edges need 4 shares"):
+        histogram_data({**details, "current_shares": [0.5, 0.5]}, 4)
+
+
+def test_category_bars_show_pandas_shares_of_the_largest_changes() -> None:
+    reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
+    (result,) = _results("drift.categorical", reference, batch)
+    rows = category_data(result["details"])
+    ref_share = reference["c"].value_counts(normalize=True)
+    cur_share = batch["c"].value_counts(normalize=True)
+    for name, ref, cur in rows:
+        assert ref == pytest.approx(ref_share[name]) and cur == pytest.approx(cur_share[name])
+    moves = [abs(cur - ref) for _, ref, cur in rows]
+    assert moves == sorted(moves, reverse=True) and rows[0][0] == "d"
+
+
+def test_subset_bars_are_the_worst_subsets_with_sklearn_auc_and_the_overall_line() -> None:
+    reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
+    (result,) = _results("subset.auc", reference, batch, features=["c"])
+    subsets, overall, higher_is_better = subset_data(result)
+    assert higher_is_better
+    assert overall == pytest.approx(roc_auc_score(batch["label"], batch["score"]))
+    worst = subsets[0]
+    assert worst["subset"] == "d"
+    rows = batch[batch["c"] == "d"]
+    assert worst["value"] == pytest.approx(roc_auc_score(rows["label"], rows["score"]))
+    assert [s["value"] for s in subsets] == sorted(s["value"] for s in subsets)
+
+
+def test_calibration_curves_match_sklearn() -> None:
+    reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
+    (result,) = _results("performance.calibration", reference, batch)
+    centres, ref, cur = calibration_data(result["details"])
+    np.testing.assert_allclose(centres, np.arange(0.05, 1.0, 0.1))
+    prob_true, _ = calibration_curve(batch["label"], batch["score"], n_bins=10, strategy="uniform")
+    np.testing.assert_allclose(cur[~np.isnan(cur)], prob_true)
+    prob_true, _ = calibration_curve(reference["label"], reference["score"], n_bins=10, strategy="uniform")
+    np.testing.assert_allclose(ref[~np.isnan(ref)], prob_true)
+
+
+def _series(values: list[float]) -> pd.DataFrame:
+    n = len(values)
+    return pd.DataFrame(
+        {
+            "batch_id": [f"b{i:02d}" for i in range(n)],
+            "batch_time": pd.date_range("2024-01-01", periods=n, freq="D", tz="UTC"),
+            "check": "drift.numeric",
+            "target": "x",
+            "metric": "psi",
+            "value": values,
+            "severity": "none",
+            "status": "ok",
+        }
+    )
+
+
+def test_baseline_band_is_median_plus_minus_three_scaled_mads_of_the_previous_runs() -> None:
+    rng = np.random.default_rng(5)
+    values = [*rng.normal(0.1, 0.02, 14), 0.5]
+    trend = baseline_bands(_series(values), window=10, k=3.0)[("drift.numeric", "x", "psi")]
+    previous = np.array(values[-11:-1])
+    median = np.median(previous)
+    sd = np.median(np.abs(previous - median)) / MAD_NORMAL_SCALE
+    assert trend.lower[-1] == pytest.approx(median - 3 * sd)
+    assert trend.upper[-1] == pytest.approx(median + 3 * sd)
+    assert np.isnan(trend.lower[:3]).all() and not np.isnan(trend.lower[3])
+    assert trend.latest_outside
+    assert not baseline_bands(_series(values[:-1]))[("drift.numeric", "x", "psi")].latest_outside
+
+
+def test_sparkline_is_well_formed_svg_without_ids() -> None:
+    trend = baseline_bands(_series([0.1, 0.12, 0.11, 0.1, 0.4]))[("drift.numeric", "x", "psi")]
+    svg = sparkline_svg(trend)
+    root = ET.fromstring(svg)
+    assert root.tag == "svg" and " id=" not in svg
+    assert root.find("polyline") is not None and root.find("rect") is not None
