@@ -66,6 +66,7 @@ CATALOG: dict[str, str] = {
     "nlp.representation": "driftline.checks.text.nlp",
     "nlp.robustness": "driftline.checks.text.nlp",
     "performance.calibration": "driftline.checks.performance",
+    "performance.estimated": "driftline.checks.performance_estimated",
     "performance.overall": "driftline.checks.performance",
     "rubric.extended_precision_recall": "driftline.checks.rubrics.checks",
     "rubric.text_span_matches": "driftline.checks.rubrics.checks",
