@@ -24,6 +24,7 @@ BENCHMARKS = (
     "bench_rubrics",
     "bench_text",
     "bench_vs_evidently",
+    "bench_reference_cache",
 )
 
 

@@ -99,6 +99,11 @@ class Columns:
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Columns:
+        """The roles of a `to_dict` form (lists back to tuples)."""
+        return cls(**{k: tuple(v) if k in LIST_ROLES else v for k, v in data.items()})
+
 
 def _find(frame_columns: Sequence[str], candidates: Sequence[str]) -> str | None:
     """The first column whose lower-cased name is one of `candidates`, in their order."""

@@ -41,8 +41,7 @@ def export_expectations(
     text = json.dumps(suite, indent=2, allow_nan=False) + "\n"
     summary = {"suite": suite["name"], "expectations": len(suite["expectations"]), "output": None}
     if verify:
-        from driftline.tasks.pipeline import source_args
-        from driftline.tasks.steps import load_reference
+        from driftline.tasks.steps import load_reference, source_args
 
         try:
             reference = load_reference(*source_args(spec, spec.reference, "reference"))

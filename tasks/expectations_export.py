@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -21,11 +22,11 @@ from driftline.checks.abnormal_categories import UnseenCategorical
 from driftline.checks.abnormal_strings import RequiredCharacters
 from driftline.checks.abnormal_values import OutOfRange
 from driftline.checks.base import Check
-from driftline.checks.columns import Columns, infer_columns, infer_task
+from driftline.checks.columns import Columns, infer_task
 from driftline.checks.fingerprint import frame_fingerprint
 from driftline.checks.result import json_safe
 from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.spec import MonitorSpec, SpecError
+from driftline.tasks.spec import MonitorSpec
 
 MAX_CATEGORIES = 1000
 # A column whose distinct values exceed this share of its rows is an identifier or free text: no value set.
@@ -176,17 +177,13 @@ def build_suite(
 def export_from_spec(spec: MonitorSpec, name: str | None = None) -> dict[str, Any]:
     """The suite of a monitor's reference: loaded, scored (when the spec has a model) and profiled with
     the monitor's profile cache, like a run does."""
-    from driftline.checks.errors import CheckInputError
-    from driftline.tasks.pipeline import apply_model, source_args
-    from driftline.tasks.steps import load_reference
+    from driftline.tasks.model import load_model
+    from driftline.tasks.reference import read_reference
+    from driftline.tasks.steps import load_reference, source_args
 
-    reference = load_reference(*source_args(spec, spec.reference, "reference"))
-    try:
-        columns = infer_columns(reference, spec.columns)
-    except CheckInputError as exc:
-        raise SpecError(f"{spec.name}: columns: {exc}") from None
-    scored = apply_model(spec, [reference], columns)  # (frames, columns[, model])
-    (reference,), columns = scored[0], scored[1]
+    model = load_model(spec.model, spec.base_dir) if spec.model else None
+    load = partial(load_reference, *source_args(spec, spec.reference, "reference"))
+    reference, _, columns = read_reference(spec, load, model)
     cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
     source = str(spec.reference.path) if spec.reference.path else "sql"
     return build_suite(

@@ -60,7 +60,7 @@ def load_labels(spec: MonitorSpec, source: Source, batch_id: str) -> pd.DataFram
             return None
         frame = read_table(path)
     else:
-        from driftline.tasks.pipeline import source_args
+        from driftline.tasks.steps import source_args
 
         frame = load_batch(*source_args(spec, source, "labels"), batch_id).frame
     return frame if len(frame) else None
@@ -153,6 +153,6 @@ def join_late_labels(
 
 
 def _batch_args(spec: MonitorSpec) -> tuple[str | None, dict[str, Any] | None]:
-    from driftline.tasks.pipeline import source_args
+    from driftline.tasks.steps import source_args
 
     return source_args(spec, spec.batches, "batches")

@@ -8,7 +8,6 @@ here imports an orchestrator, so every engine stores the same rows and raises th
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -18,19 +17,18 @@ import pandas as pd
 
 from driftline.checks import registry
 from driftline.checks.base import Check
-from driftline.checks.columns import Columns, infer_columns
-from driftline.checks.errors import CheckInputError
-from driftline.checks.fingerprint import frame_fingerprint
+from driftline.checks.columns import Columns
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
+from driftline.checks.runner import missing_role
 from driftline.tasks.attribution_plots import drawn_figures, write_figures
 from driftline.tasks.driver import CheckJob, Driver
-from driftline.tasks.model import load_model, score_frame
 from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
 from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.reference import LazyReference, PreparedReference, prepare_reference, scored
 from driftline.tasks.retrain import RetrainRequest
 from driftline.tasks.sources import Batch
-from driftline.tasks.spec import CheckSpec, MonitorSpec, Source, SpecError, severity_at_least
-from driftline.tasks.steps import evaluate_check, load_batch, load_reference
+from driftline.tasks.spec import CheckSpec, MonitorSpec, severity_at_least
+from driftline.tasks.steps import evaluate_check, load_batch, load_reference, require_reference, source_args
 
 SCHEMA_CHECK = "schema.columns"
 log = logging.getLogger(__name__)
@@ -63,19 +61,6 @@ class RunSummary:
         """Results at or above `minimum`, worst first."""
         hits = [r for r in self.results if r["status"] == "ok" and severity_at_least(r["severity"], minimum)]
         return sorted(hits, key=lambda r: -severity_rank(r["severity"]))
-
-
-def source_args(spec: MonitorSpec, source: Source, role: str) -> tuple[str | None, dict[str, Any] | None]:
-    """The (path, sql) arguments of the load steps, paths resolved against the spec's folder."""
-    if source.path is not None:
-        return str(spec.resolve(source.path)), None
-    sql = source.sql
-    assert sql is not None
-    url = sql.url or (os.environ.get(sql.url_env) if sql.url_env else None)
-    if not url:
-        missing = f"environment variable {sql.url_env} is not set" if sql.url_env else "no url or url_env"
-        raise SpecError(f"{spec.name}: {role}.sql: {missing}")
-    return None, {"url": url, "query": sql.query, "window_days": sql.window_days}
 
 
 def check_label(check: Check, entry: CheckSpec | None) -> str:
@@ -111,16 +96,28 @@ class Evaluation:
         return results
 
 
+def awaiting_labels(spec: MonitorSpec, current: pd.DataFrame, columns: Columns) -> bool:
+    """True when the batch came without its label and the spec says labels land later."""
+    return spec.labels is not None and columns.label is not None and columns.label not in current.columns
+
+
+def fits_profile(check: Check, columns: Columns, awaited: bool) -> bool:
+    """Whether evaluating `check` fits (or looks up) its profile: its roles are set and it is not
+    waiting for labels."""
+    return missing_role(check, columns) is None and not (awaited and "label" in check.needs)
+
+
 def build_jobs(spec: MonitorSpec, evaluation: Evaluation, model: Any = None) -> list[CheckJob]:
     """The schema check first (unless listed), then the spec's checks in order, each with its limits;
     checks that call the model themselves (text attacks and transformations) are given `model`."""
     entries: list[tuple[str, dict[str, Any], CheckSpec | None]] = [
         (e.check, e.check_params(), e) for e in spec.checks
     ]
-    label = evaluation.columns.label
-    awaited = spec.labels is not None and label is not None and label not in evaluation.current.columns
+    awaited = awaiting_labels(spec, evaluation.current, evaluation.columns)
     if all(name != SCHEMA_CHECK for name, _, _ in entries):
-        entries.insert(0, (SCHEMA_CHECK, {"arrive_later": [label]} if awaited else {}, None))
+        entries.insert(
+            0, (SCHEMA_CHECK, {"arrive_later": [evaluation.columns.label]} if awaited else {}, None)
+        )
     execution = spec.execution
     jobs = []
     for name, params, entry in entries:
@@ -154,16 +151,6 @@ def run_status(results: list[dict[str, Any]], worst: str, fail_on: str, rows: in
     return "passed"
 
 
-def apply_model(spec: MonitorSpec, frames: list[Any], columns: Columns) -> tuple[list[Any], Columns, Any]:
-    """Score each frame with the spec's model when the data carry no predictions; also returns the
-    model (None without `model:`)."""
-    if not spec.model:
-        return frames, columns, None
-    model = load_model(spec.model, spec.base_dir)
-    scored = [score_frame(model, frame, columns) for frame in frames]
-    return [frame for frame, _ in scored], scored[-1][1], model
-
-
 def run_monitor(
     spec: MonitorSpec,
     batch_id: str | None = None,
@@ -182,17 +169,11 @@ def run_monitor(
     spec.database_url()  # a URL that cannot work is a mistake to name before any work is done
     state_dir = spec.base_dir / ".driftline"
     cache = cache or ProfileCache(state_dir / "profiles")
-    reference = driver.step("load-reference", load_reference, *source_args(spec, spec.reference, "reference"))
+    require_reference(spec)
     batch: Batch = driver.step(
         "load-batch", load_batch, *source_args(spec, spec.batches, "batches"), batch_id
     )
-    driver.logger.info(
-        "monitor %s: batch %s, %d rows (reference %d rows)",
-        spec.name,
-        batch.batch_id,
-        len(batch.frame),
-        len(reference),
-    )
+    driver.logger.info("monitor %s: batch %s, %d rows", spec.name, batch.batch_id, len(batch.frame))
     started = {
         "monitor": spec.name,
         "batch_id": batch.batch_id,
@@ -202,7 +183,7 @@ def run_monitor(
     run_id = mark_started(spec, started)
     try:
         with heartbeating(spec, run_id):
-            return _evaluate(spec, reference, batch, cache, state_dir, driver, alerts=alerts, retrain=retrain)
+            return _evaluate(spec, batch, cache, state_dir, driver, alerts=alerts, retrain=retrain)
     except BaseException as exc:
         mark_crashed(spec, run_id, exc)
         raise
@@ -210,7 +191,6 @@ def run_monitor(
 
 def _evaluate(
     spec: MonitorSpec,
-    reference: pd.DataFrame,
     batch: Batch,
     cache: ProfileCache,
     state_dir: Path,
@@ -220,16 +200,30 @@ def _evaluate(
     retrain: bool,
 ) -> RunSummary:
     """Checks, storage, alerts, retraining and report for one loaded batch."""
-    try:
-        columns = infer_columns(reference, spec.columns)
-    except CheckInputError as exc:
-        raise SpecError(f"{spec.name}: columns: {exc}") from None
-    declared = columns
-    (reference, current), columns, model = apply_model(spec, [reference, batch.frame], columns)
 
-    ref_hash = frame_fingerprint(reference)
+    def load() -> pd.DataFrame:
+        return driver.step("load-reference", load_reference, *source_args(spec, spec.reference, "reference"))
+
+    prepared = prepare_reference(spec, load, cache.directory)
+    reference, declared, ref_hash, model = (
+        prepared.frame,
+        prepared.roles,
+        prepared.content_hash,
+        prepared.model,
+    )
+    current, columns = scored(model, batch.frame, declared)
+    driver.logger.info(
+        "reference %d rows (%s)",
+        len(reference),
+        "read" if isinstance(reference, pd.DataFrame) else "from cache",
+    )
+
     figure_dir = report_dir(spec, batch.batch_id)
     jobs = build_jobs(spec, Evaluation(current, columns, reference, ref_hash, cache, figure_dir), model)
+    awaited = awaiting_labels(spec, current, columns)
+    fitting = [j.check for j in jobs if fits_profile(j.check, columns, awaited)]
+    if isinstance(reference, LazyReference) and not all(cache.has(c, columns, ref_hash) for c in fitting):
+        reference.read()  # a profile is to be fitted: read the reference once, before the workers fork
     results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
 
     worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
@@ -257,7 +251,7 @@ def _evaluate(
     persisted = persist_run(spec, record, state_dir / "spool", alerts=alerts, driver=driver)
     summary.stored, summary.alerts = persisted.stored, persisted.alerts
     if spec.labels is not None:
-        summary.labels = _late_labels(spec, batch.batch_id, declared, reference, ref_hash, cache, driver)
+        summary.labels = _late_labels(spec, batch.batch_id, prepared, cache, driver)
     if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
         summary.retraining = driver.retrain(spec, _retrain_request(spec, summary, ref_hash), state_dir)
     summary.figures = _report(spec, summary, figure_dir, driver)
@@ -268,30 +262,20 @@ def _evaluate(
 
 
 def _late_labels(
-    spec: MonitorSpec,
-    batch_id: str,
-    columns: Columns,
-    reference: pd.DataFrame,
-    ref_hash: str,
-    cache: ProfileCache,
-    driver: Driver,
+    spec: MonitorSpec, batch_id: str, prepared: PreparedReference, cache: ProfileCache, driver: Driver
 ) -> list[dict[str, Any]]:
     """Join the labels that landed since onto earlier batches; a failure is logged, never fatal."""
     from driftline.tasks.late_labels import join_late_labels
-
-    def prepare(frame: pd.DataFrame) -> tuple[pd.DataFrame, Columns]:
-        (scored,), scored_columns, _ = apply_model(spec, [frame], columns)
-        return scored, scored_columns
 
     try:
         joins = join_late_labels(
             spec,
             current_batch=batch_id,
-            columns=columns,
-            reference=reference,
-            ref_hash=ref_hash,
+            columns=prepared.roles,
+            reference=prepared.frame,
+            ref_hash=prepared.content_hash,
             cache=cache,
-            prepare=prepare,
+            prepare=lambda frame: scored(prepared.model, frame, prepared.roles),
         )
     except Exception as exc:
         driver.logger.warning("late labels not joined: %s: %s", type(exc).__name__, exc)

@@ -7,6 +7,7 @@ import os
 import pickle
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,20 @@ import pandas as pd
 
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
+from driftline.checks.errors import NotApplicable
 from driftline.checks.fingerprint import config_fingerprint
+from driftline.tasks.reference import LazyReference, materialised
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_DIR = Path(".driftline") / "profiles"
+
+
+@dataclass(frozen=True)
+class Unfittable:
+    """Stands in the cache for a check that does not apply to the reference, with the reason."""
+
+    reason: str
 
 
 class ProfileCache:
@@ -36,8 +46,19 @@ class ProfileCache:
         """Cache key of one check's profile on one reference."""
         return config_fingerprint(check.name, check.params(), columns.to_dict(), reference_hash)
 
-    def get_or_fit(self, check: Check, reference: pd.DataFrame, columns: Columns, reference_hash: str) -> Any:
-        """The cached profile, or fit it now and remember it."""
+    def has(self, check: Check, columns: Columns, reference_hash: str) -> bool:
+        """Whether the profile is cached (in memory or on disk), so fitting it needs no reference rows."""
+        key = self.key(check, columns, reference_hash)
+        with self._lock:
+            if key in self._memory:
+                return True
+        path = self._path(key)
+        return path is not None and path.exists()
+
+    def get_or_fit(
+        self, check: Check, reference: pd.DataFrame | LazyReference, columns: Columns, reference_hash: str
+    ) -> Any:
+        """The cached profile, or fit it now (reading a lazy reference) and remember it."""
         key = self.key(check, columns, reference_hash)
         with self._lock:
             if key in self._memory:
@@ -45,7 +66,10 @@ class ProfileCache:
                 return self._memory[key]
         profile = self._read(key)
         if profile is None:
-            profile = check.fit(reference, columns)
+            try:
+                profile = check.fit(materialised(reference), columns)
+            except NotApplicable as exc:  # as lasting as a profile: the same reference gives the same answer
+                profile = Unfittable(str(exc))
             self._write(key, profile)
             with self._lock:
                 self.misses += 1
@@ -54,6 +78,8 @@ class ProfileCache:
                 self.hits += 1
         with self._lock:
             self._memory[key] = profile
+        if isinstance(profile, Unfittable):
+            raise NotApplicable(profile.reason)
         return profile
 
     def _path(self, key: str) -> Path | None:

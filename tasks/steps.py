@@ -3,6 +3,7 @@ and the retry policy they share under every engine."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from driftline.checks.columns import Columns
 from driftline.checks.runner import run_check
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
+from driftline.tasks.spec import MonitorSpec, Source, SpecError
 
 T = TypeVar("T")
 
@@ -55,6 +57,26 @@ class RetryPolicy:
 
 
 IO_RETRIES = RetryPolicy()
+
+
+def source_args(spec: MonitorSpec, source: Source, role: str) -> tuple[str | None, dict[str, Any] | None]:
+    """The (path, sql) arguments of the load steps, paths resolved against the spec's folder."""
+    if source.path is not None:
+        return str(spec.resolve(source.path)), None
+    sql = source.sql
+    assert sql is not None
+    url = sql.url or (os.environ.get(sql.url_env) if sql.url_env else None)
+    if not url:
+        missing = f"environment variable {sql.url_env} is not set" if sql.url_env else "no url or url_env"
+        raise SpecError(f"{spec.name}: {role}.sql: {missing}")
+    return None, {"url": url, "query": sql.query, "window_days": sql.window_days}
+
+
+def require_reference(spec: MonitorSpec) -> None:
+    """A reference file that is not there is named before anything is loaded or recorded (the
+    reference itself is read later, and only when a profile has to be fitted)."""
+    if spec.reference.path is not None and not (path := spec.resolve(spec.reference.path)).exists():
+        raise SourceError(f"{path}: no such file")
 
 
 def load_reference(path: str | None, sql: dict[str, Any] | None) -> pd.DataFrame:
