@@ -23,7 +23,7 @@ from driftline.checks.columns import Columns
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.sources import BATCH_PLACEHOLDER, SourceError, read_table
 from driftline.tasks.spec import MonitorSpec, Source
-from driftline.tasks.steps import evaluate_check, load_batch
+from driftline.tasks.steps import evaluate_check, load_batch, source_args
 
 log = logging.getLogger(__name__)
 # Runs looked at per monitor run, newest first: labels older than this many batches are not waited for.
@@ -60,8 +60,6 @@ def load_labels(spec: MonitorSpec, source: Source, batch_id: str) -> pd.DataFram
             return None
         frame = read_table(path)
     else:
-        from driftline.tasks.steps import source_args
-
         frame = load_batch(*source_args(spec, source, "labels"), batch_id).frame
     return frame if len(frame) else None
 
@@ -122,7 +120,7 @@ def join_late_labels(
             labels = load_labels(spec, spec.labels, batch_id)
             if labels is None:
                 continue
-            batch = load_batch(*_batch_args(spec), batch_id)
+            batch = load_batch(*source_args(spec, spec.batches, "batches"), batch_id)
             frame = with_labels(batch.frame, labels, columns.id, columns.label)
             frame, scored_columns = prepare(frame)
         except SourceError as exc:
@@ -150,9 +148,3 @@ def join_late_labels(
             "labels joined onto batch %s: %d of %d rows labelled", batch_id, len(frame), len(batch.frame)
         )
     return joins
-
-
-def _batch_args(spec: MonitorSpec) -> tuple[str | None, dict[str, Any] | None]:
-    from driftline.tasks.steps import source_args
-
-    return source_args(spec, spec.batches, "batches")
