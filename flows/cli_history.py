@@ -167,15 +167,20 @@ def trend(
     z: Annotated[float, typer.Option(help="Show series whose latest robust z-score reaches this.")] = 3.0,
     min_severity: Annotated[str, typer.Option(help="Severity that counts toward a streak.")] = "medium",
     runs: Annotated[int, typer.Option(help="Consecutive runs that make drift sustained.")] = 3,
+    shift_window: Annotated[int, typer.Option(help="Runs searched for a level shift.")] = 30,
+    shift_strength: Annotated[
+        float, typer.Option(help="Level-shift strength (cost fall in noise variances) to show.")
+    ] = 15.0,
     database: DatabaseOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Sustained drift (a severity held for several runs) and values far from their rolling baseline."""
+    """Sustained drift (a severity held for several runs), values far from their rolling baseline, and
+    recent level shifts (the baseline code the alert rules use)."""
     json_mode(as_json)
     monitor_name, database = _monitor(monitor, database)
     from rich.table import Table
 
-    from driftline.tasks.history.trend import latest_zscores, sustained_drift
+    from driftline.tasks.history.trend import latest_zscores, recent_shifts, sustained_drift
 
     frame = _read_history(database, monitor_name, check=check, metric=metric)
     if frame.empty:
@@ -183,12 +188,15 @@ def trend(
     try:
         streaks = sustained_drift(frame, min_severity=min_severity, runs=runs)
         latest = latest_zscores(frame, window=window)
+        shifts = recent_shifts(frame, window=shift_window, within=runs, min_strength=shift_strength)
     except ValueError as exc:
         fail(str(exc))
     streaks = streaks[streaks["streak"] > 0].sort_values("streak", ascending=False)
     outliers = latest[latest["robust_z"].abs() >= z].sort_values("robust_z", key=abs, ascending=False)
     if as_json:
-        print_json({"sustained": _records(streaks), "outliers": _records(outliers)})
+        print_json(
+            {"sustained": _records(streaks), "outliers": _records(outliers), "shifts": _records(shifts)}
+        )
         return
     table = Table(title=f"{monitor_name}: runs at {min_severity} or above (sustained from {runs})")
     for name in ("check", "target", "streak", "since batch", "last severity", "sustained"):
@@ -210,6 +218,15 @@ def trend(
         values = (r.value, r.baseline_median, r.robust_z)
         table.add_row(
             r.check, r.target, r.metric, str(r.batch_id), *(format_number(float(v)) for v in values)
+        )
+    console.print(table)
+    table = Table(title=f"level shifts in the last {runs} runs (strength > {shift_strength:g})")
+    for name in ("check", "target", "metric", "runs since", "before", "after", "strength"):
+        table.add_column(name)
+    for r in shifts.itertuples():
+        numbers = (r.before, r.after, r.strength)
+        table.add_row(
+            r.check, r.target, r.metric, str(r.runs_since), *(format_number(float(v)) for v in numbers)
         )
     console.print(table)
 

@@ -1,17 +1,20 @@
-"""Alerting: incidents opened, escalated and resolved by runs, and their Slack (or console) messages.
+"""Alerting: incidents opened, escalated and resolved by runs (thresholds and baseline rules), and their
+Slack (or console) messages, one thread per incident on a bot channel, routed and muted as configured.
 
 Every message goes through the `alert_outbox` table before it is sent, so an alert Slack cannot take
 now is delivered by a later run.
 """
 
-from driftline.tasks.alerts.config import AlertConfig, SlackConfig
+from driftline.tasks.alerts.config import AlertConfig, AlertRule, Route, SlackConfig
 from driftline.tasks.alerts.delivery import (
     ConsoleSender,
     DeliveryError,
+    Posted,
     Sender,
     SlackBotSender,
     SlackWebhookSender,
     build_sender,
+    build_senders,
 )
 from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents
 from driftline.tasks.alerts.messages import build_message
@@ -21,10 +24,13 @@ from driftline.tasks.alerts.process import AlertReport, process_alerts
 __all__ = [
     "AlertConfig",
     "AlertReport",
+    "AlertRule",
     "ConsoleSender",
     "DeliveryError",
     "FlushResult",
     "IncidentChange",
+    "Posted",
+    "Route",
     "Sender",
     "SlackBotSender",
     "SlackConfig",
@@ -32,6 +38,7 @@ __all__ = [
     "apply_incidents",
     "build_message",
     "build_sender",
+    "build_senders",
     "enqueue",
     "flush_outbox",
     "process_alerts",

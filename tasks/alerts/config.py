@@ -1,4 +1,5 @@
-"""The `alerts:` section of a monitor spec: when to alert and where to deliver.
+"""The `alerts:` section of a monitor spec: when to alert, on what (thresholds and baseline rules), and
+where to deliver (a default Slack channel or webhook, extra channels routed by severity or family).
 
 Secrets never live in this model's output: the bot token is resolved by the flow (environment variable
 or Prefect Secret block) and passed in, a literal webhook URL is a `SecretStr` (masked in `repr` and
@@ -7,15 +8,19 @@ JSON dumps), and validation errors do not echo the input.
 
 from __future__ import annotations
 
+from collections import Counter
 from string import Formatter
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 AlertSeverity = Literal["low", "medium", "high"]
+SEVERITY_ORDER = ("low", "medium", "high")
 
-# Placeholders a `run_url` template may use.
+# Placeholders a `run_url` or `report_url` template may use.
 RUN_URL_FIELDS = frozenset({"monitor", "batch_id"})
+# Incidents opened by a baseline rule are keyed by check `rule:<name>` and the series' target.
+RULE_PREFIX = "rule:"
 
 WEBHOOK_DESTINATION = "slack-webhook"
 CONSOLE_DESTINATION = "console"
@@ -33,8 +38,11 @@ class SlackConfig(BaseModel):
     webhook_url: SecretStr | None = Field(None, description="incoming webhook URL (prefer webhook_url_env)")
     base_url: str | None = Field(None, description="Slack Web API base URL; default https://slack.com/api/")
     run_url: str | None = Field(None, description="link to a run, with `{monitor}` and `{batch_id}` fields")
+    report_url: str | None = Field(
+        None, description="link to a run's HTML report, with `{monitor}` and `{batch_id}` fields"
+    )
 
-    @field_validator("run_url")
+    @field_validator("run_url", "report_url")
     @classmethod
     def _known_fields(cls, value: str | None) -> str | None:
         if value is None:
@@ -98,6 +106,93 @@ class SlackConfig(BaseModel):
         """The configured run link for one batch, or None without a template."""
         return self.run_url.format(monitor=monitor, batch_id=batch_id) if self.run_url else None
 
+    def format_report_url(self, monitor: str, batch_id: str) -> str | None:
+        """The configured report link for one batch, or None without a template."""
+        return self.report_url.format(monitor=monitor, batch_id=batch_id) if self.report_url else None
+
+
+def check_family(check: str) -> str:
+    """A check's family: its name up to the first dot (`drift` of `drift.numeric`). The alert step
+    routes a rule incident by the check its rule watches, not by its `rule:<name>` key."""
+    return check.split(".", 1)[0]
+
+
+class AlertRule(BaseModel):
+    """A baseline rule: alert when a metric leaves the band its own recent history draws.
+
+    Each series (check, target, metric) matching `check`, `metric` and (when given) `target` is
+    compared with the previous `window` runs of itself: centre ± k·scale with the median and MAD
+    (`method: mad`) or the mean and standard deviation (`std`). The rule fires for a series when its
+    last `for_runs` values are all above `above_baseline` (or below `below_baseline`) scales from
+    their bands, or, with `change_point`, when the best level shift of the last `window` runs starts
+    within the last `max(for_runs, 2)` runs and is stronger than `penalty`.
+    """
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    check: str = Field(min_length=1, description="dotted check name, e.g. drift.numeric")
+    metric: str = Field(min_length=1, description="metric of that check, e.g. psi")
+    target: str | None = Field(None, description="only this target (column, subset, ...); default all")
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:/-]+$", description="incident key suffix")
+    above_baseline: float | None = Field(None, gt=0, description="k: fire above centre + k·scale")
+    below_baseline: float | None = Field(None, gt=0, description="k: fire below centre − k·scale")
+    method: Literal["mad", "std"] = "mad"
+    window: int = Field(30, ge=3, le=5000, description="earlier runs the band is learned from")
+    min_runs: int = Field(5, ge=2, description="earlier values needed before the rule can fire")
+    for_runs: int = Field(1, ge=1, le=1000, description="consecutive runs outside the band to fire")
+    change_point: bool = Field(False, description="also fire on a recent level shift")
+    penalty: float = Field(15.0, gt=0, description="change-point strength (in noise variances) to fire")
+    severity: AlertSeverity = Field("medium", description="severity of the incident a firing rule opens")
+
+    @model_validator(mode="after")
+    def _something_to_test(self) -> AlertRule:
+        if self.above_baseline is None and self.below_baseline is None and not self.change_point:
+            raise ValueError("give above_baseline, below_baseline or change_point: true")
+        if self.min_runs > self.window:
+            raise ValueError(f"min_runs ({self.min_runs}) must not exceed window ({self.window})")
+        if self.change_point and self.window < 4:
+            raise ValueError("change_point needs a window of at least 4 runs")
+        return self
+
+    @property
+    def key(self) -> str:
+        """The incident check name of this rule: `rule:<name>`, by default `rule:<check>/<metric>`."""
+        return RULE_PREFIX + (self.name or f"{self.check}/{self.metric}")
+
+    @property
+    def runs_needed(self) -> int:
+        """How many of the newest runs the rule reads: a full window before each of its last runs."""
+        return self.window + max(self.for_runs, 1)
+
+
+class Route(BaseModel):
+    """Another Slack channel that receives the incidents matching every condition given."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    channel: str = Field(min_length=1, description="channel name (`#ml-oncall`) or id")
+    min_severity: AlertSeverity | None = Field(None, description="only incidents at least this severe")
+    family: list[str] | None = Field(None, description="only these check families (`drift`, ...)")
+
+    @field_validator("family", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @property
+    def destination(self) -> str:
+        """Outbox destination label of this channel."""
+        return f"slack:{self.channel}"
+
+    def matches(self, check: str, severity: str) -> bool:
+        """True when an incident of `check` at (worst) `severity` goes to this channel."""
+        if self.min_severity is not None and (
+            severity not in SEVERITY_ORDER
+            or SEVERITY_ORDER.index(severity) < SEVERITY_ORDER.index(self.min_severity)
+        ):
+            return False
+        return self.family is None or check_family(check) in self.family
+
 
 class AlertConfig(BaseModel):
     """When a run alerts (`min_severity`) and where the alert goes (Slack, else the console)."""
@@ -107,6 +202,34 @@ class AlertConfig(BaseModel):
     min_severity: AlertSeverity = "medium"
     slack: SlackConfig | None = None
     console: bool = Field(True, description="print alerts when no Slack destination is configured")
+    rules: list[AlertRule] = Field(default_factory=list, description="baseline rules over the history")
+    routes: list[Route] = Field(default_factory=list, description="more Slack channels, by severity/family")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AlertConfig:
+        keys = Counter(rule.key for rule in self.rules)
+        twice = sorted(k for k, n in keys.items() if n > 1)
+        if twice:
+            raise ValueError(f"rules: two rules share the key {twice[0]!r}; give one of them a `name`")
+        floor = SEVERITY_ORDER.index(self.min_severity)
+        for i, rule in enumerate(self.rules):
+            if SEVERITY_ORDER.index(rule.severity) < floor:
+                raise ValueError(
+                    f"rules.{i}.severity: {rule.severity} is below min_severity {self.min_severity}, "
+                    "so the rule could never alert"
+                )
+        if self.routes:
+            if self.slack is None or self.slack.uses_webhook:
+                raise ValueError(
+                    "routes: need alerts.slack.channel (the bot token posts to each channel); "
+                    "a webhook posts to its one channel only"
+                )
+            channels = Counter(route.channel for route in self.routes)
+            channels[self.slack.channel or ""] += 1
+            again = sorted(c for c, n in channels.items() if n > 1)
+            if again:
+                raise ValueError(f"routes: channel {again[0]!r} is listed twice (or is alerts.slack.channel)")
+        return self
 
     @property
     def destination(self) -> str | None:
@@ -114,3 +237,9 @@ class AlertConfig(BaseModel):
         if self.slack is not None:
             return self.slack.destination
         return CONSOLE_DESTINATION if self.console else None
+
+    def destinations_for(self, check: str, severity: str) -> list[str]:
+        """Every destination an incident of `check` at (worst) `severity` goes to: the default one
+        (all incidents, as without routes), then each matching route."""
+        default = [self.destination] if self.destination is not None else []
+        return default + [r.destination for r in self.routes if r.matches(check, severity)]

@@ -7,8 +7,12 @@ host) and never contains the token or the webhook URL.
 
 The bot sender tags each message with its outbox dedupe key (Slack message metadata), so a send whose
 outcome is unknown (the process died, or the connection broke before Slack answered) can be looked up
-in the channel's history before it is sent again. Webhooks cannot read history: for them a send cut
-off mid-way may post twice.
+in the channel's history (or the thread's replies) before it is sent again. Webhooks cannot read
+history: for them a send cut off mid-way may post twice.
+
+Only the bot threads: it returns where each message landed (`Posted`: channel id and `ts`), posts a
+reply with `thread_ts`, and edits a thread's parent with `chat.update`. A webhook cannot name a
+thread or edit a message, so webhook and console alerts are posted flat, one message a run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 import socket
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 from urllib.parse import urlsplit
@@ -96,6 +101,14 @@ CLOCK_SLACK = timedelta(minutes=5)
 CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 
 
+@dataclass(frozen=True)
+class Posted:
+    """Where Slack put a message: the channel id and the message's `ts` (a thread's `thread_ts`)."""
+
+    channel: str
+    ts: str
+
+
 class DeliveryError(RuntimeError):
     """A send that failed; `affects_all` is False when only this message is at fault, `answered` is
     True when the message was certainly not posted (Slack answered, or the connection was refused)."""
@@ -146,14 +159,22 @@ class Sender:
 
     destination: str
     secrets: tuple[str, ...] = ()
+    threads = False
 
-    def send(self, message: Mapping[str, Any], *, key: str | None = None) -> None:
-        """Deliver one message (`text` and `blocks`), tagged with its dedupe `key` where it can be."""
+    def send(
+        self, message: Mapping[str, Any], *, key: str | None = None, thread: Posted | None = None
+    ) -> Posted | None:
+        """Deliver one message (`text` and `blocks`), tagged with its dedupe `key` where it can be, as
+        a reply in `thread` where the destination threads; returns where it landed when known."""
         raise NotImplementedError
 
-    def already_posted(self, key: str, since: datetime) -> bool | None:
-        """Whether a message tagged `key` was posted since `since`; None when this destination cannot
-        tell (the caller then sends again)."""
+    def update(self, thread: Posted, message: Mapping[str, Any]) -> None:
+        """Replace a thread's parent message with `message`; destinations that cannot edit ignore it."""
+
+    def already_posted(self, key: str, since: datetime, thread: Posted | None = None) -> Posted | bool | None:
+        """Whether a message tagged `key` was posted since `since` (in `thread`, when given): where it
+        is when found, False when it is not there, None when this destination cannot tell (the caller
+        then sends again)."""
         return None
 
     def redact(self, text: str) -> str:
@@ -168,9 +189,11 @@ class _SlackHttpSender(Sender):
 
     host: str
 
-    def send(self, message: Mapping[str, Any], *, key: str | None = None) -> None:
+    def send(
+        self, message: Mapping[str, Any], *, key: str | None = None, thread: Posted | None = None
+    ) -> Posted | None:
         try:
-            self._post(message, key)
+            return self._post(message, key, thread)
         except DeliveryError as exc:
             raise DeliveryError(
                 self.redact(str(exc)), affects_all=exc.affects_all, answered=exc.answered
@@ -179,12 +202,14 @@ class _SlackHttpSender(Sender):
             problem = f"cannot reach Slack at {self.host}: {type(exc).__name__}: {exc}"
             raise DeliveryError(self.redact(problem), answered=never_connected(exc)) from None
 
-    def _post(self, message: Mapping[str, Any], key: str | None) -> None:
+    def _post(self, message: Mapping[str, Any], key: str | None, thread: Posted | None) -> Posted | None:
         raise NotImplementedError
 
 
 class SlackBotSender(_SlackHttpSender):
-    """Posts with `chat.postMessage` using a bot token."""
+    """Posts with `chat.postMessage` using a bot token; replies in threads and edits their parents."""
+
+    threads = True
 
     def __init__(
         self,
@@ -203,14 +228,29 @@ class SlackBotSender(_SlackHttpSender):
         self._credential = credential
         self._client = WebClient(token=token, base_url=url, timeout=timeout, retry_handlers=retry_handlers())
 
-    def _post(self, message: Mapping[str, Any], key: str | None) -> None:
+    def _post(self, message: Mapping[str, Any], key: str | None, thread: Posted | None) -> Posted | None:
         metadata = {"event_type": METADATA_EVENT, "event_payload": {"dedupe_key": key}} if key else None
+        where = {"channel": thread.channel, "thread_ts": thread.ts} if thread else {"channel": self.channel}
         try:
-            self._client.chat_postMessage(
-                channel=self.channel, text=message["text"], blocks=message["blocks"], metadata=metadata
+            response = self._client.chat_postMessage(
+                text=message["text"], blocks=message["blocks"], metadata=metadata, **where
             )
         except SlackApiError as exc:
             raise self._problem(exc) from None
+        channel, ts = response.get("channel"), response.get("ts")
+        return Posted(str(channel), str(ts)) if channel and ts else None
+
+    def update(self, thread: Posted, message: Mapping[str, Any]) -> None:
+        """`chat.update` of the thread's parent; raises `DeliveryError` (redacted) when it fails."""
+        try:
+            self._client.chat_update(
+                channel=thread.channel, ts=thread.ts, text=message["text"], blocks=message["blocks"]
+            )
+        except SlackApiError as exc:
+            raise DeliveryError(self.redact(str(self._problem(exc))), answered=True) from None
+        except NETWORK_ERRORS as exc:
+            problem = f"cannot reach Slack at {self.host}: {type(exc).__name__}: {exc}"
+            raise DeliveryError(self.redact(problem), answered=never_connected(exc)) from None
 
     def _problem(self, exc: SlackApiError) -> DeliveryError:
         code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
@@ -219,16 +259,27 @@ class SlackBotSender(_SlackHttpSender):
             code, exc.response.status_code, credential=self._credential, channel=self.channel
         )
 
-    def already_posted(self, key: str, since: datetime) -> bool | None:
-        """Look for the message tagged `key` in the channel's history since `since` (needs the
-        `channels:history` scope, and `channels:read` when the channel is given by name)."""
+    def already_posted(self, key: str, since: datetime, thread: Posted | None = None) -> Posted | bool | None:
+        """Look for the message tagged `key` in the channel's history since `since`, or among the
+        replies of `thread` (needs the `channels:history` scope, and `channels:read` when the
+        channel is given by name)."""
         oldest = f"{(since - CLOCK_SLACK).timestamp():.6f}"
         try:
-            channel = self._channel_id()
-            pages = self._client.conversations_history(
-                channel=channel, oldest=oldest, include_all_metadata=True, limit=200
-            )
-            return any(_tagged(m, key) for page in pages for m in page.get("messages") or [])
+            if thread is not None:
+                channel = thread.channel
+                pages = self._client.conversations_replies(
+                    channel=channel, ts=thread.ts, oldest=oldest, include_all_metadata=True, limit=200
+                )
+            else:
+                channel = self._channel_id()
+                pages = self._client.conversations_history(
+                    channel=channel, oldest=oldest, include_all_metadata=True, limit=200
+                )
+            for page in pages:
+                for message in page.get("messages") or []:
+                    if _tagged(message, key):
+                        return Posted(channel, str(message["ts"])) if message.get("ts") else True
+            return False
         except SlackApiError as exc:
             problem = self._problem(exc)
         except DeliveryError as exc:
@@ -267,13 +318,14 @@ class SlackWebhookSender(_SlackHttpSender):
             url, timeout=timeout, retry_handlers=retry_handlers(), logger=WEBHOOK_LOGGER
         )
 
-    def _post(self, message: Mapping[str, Any], key: str | None) -> None:
+    def _post(self, message: Mapping[str, Any], key: str | None, thread: Posted | None) -> Posted | None:
         response = self._client.send(text=message["text"], blocks=message["blocks"])
         if response.status_code != 200:
             code = clip((response.body or "").strip(), 200) or None
             raise slack_problem(
                 code, response.status_code, credential=self._credential, channel="the webhook's channel"
             )
+        return None
 
 
 class ConsoleSender(Sender):
@@ -288,9 +340,12 @@ class ConsoleSender(Sender):
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
 
-    def send(self, message: Mapping[str, Any], *, key: str | None = None) -> None:
+    def send(
+        self, message: Mapping[str, Any], *, key: str | None = None, thread: Posted | None = None
+    ) -> Posted | None:
         stream = self._stream if self._stream is not None else sys.stderr
         print(unescape(message["text"]) + "\n", file=stream, flush=True)
+        return None
 
 
 class UnavailableSender(Sender):
@@ -300,7 +355,9 @@ class UnavailableSender(Sender):
         self.destination = destination
         self.problem = problem
 
-    def send(self, message: Mapping[str, Any], *, key: str | None = None) -> None:
+    def send(
+        self, message: Mapping[str, Any], *, key: str | None = None, thread: Posted | None = None
+    ) -> Posted | None:
         raise DeliveryError(self.problem)
 
 
@@ -343,6 +400,34 @@ def build_sender(
         base_url=slack.base_url,
         credential=f"the bot token from {slack.token_source}",
     )
+
+
+def build_senders(
+    config: AlertConfig, token: str | None = None, stream: TextIO | None = None
+) -> dict[str, Sender]:
+    """A sender for every destination of the config: the default one (as `build_sender`), then one
+    bot sender per route channel (same token and API URL as `alerts.slack`)."""
+    senders: dict[str, Sender] = {}
+    default = build_sender(config, token, stream)
+    if default is not None:
+        senders[default.destination] = default
+    slack = config.slack
+    if not config.routes or slack is None:
+        return senders
+    if token is None and slack.token_env and not slack.token_block:
+        token = os.environ.get(slack.token_env)
+    for route in config.routes:
+        if not token:
+            problem = f"no Slack bot token (expected from {slack.token_source})"
+            senders[route.destination] = UnavailableSender(route.destination, problem)
+            continue
+        senders[route.destination] = SlackBotSender(
+            token=token,
+            channel=route.channel,
+            base_url=slack.base_url,
+            credential=f"the bot token from {slack.token_source}",
+        )
+    return senders
 
 
 def _tagged(message: Mapping[str, Any], key: str) -> bool:

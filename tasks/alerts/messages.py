@@ -1,9 +1,10 @@
-"""The alert of one run as a Slack Block Kit message, with a plain-text fallback.
+"""The alert of one run as a Slack Block Kit message, with a plain-text fallback; and the current state
+of an incident thread, which replaces the thread's parent message as its incidents change.
 
 The message lists the incidents the run opened or escalated (worst first, at most `MAX_LISTED`, with
-metric values and thresholds), the incidents it resolved, the checks that could not run, and a link to
-the run. It stays within Slack's limits: at most 17 blocks (Slack allows 50), 3000 characters a
-section, 150 a header.
+metric values and thresholds), the incidents it resolved, the checks that could not run, and links to
+the run and its report. It stays within Slack's limits: at most 17 blocks (Slack allows 50), 3000
+characters a section, 150 a header.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ def _blocks(
     changes: Sequence[IncidentChange],
     errors: Sequence[str],
     run_url: str | None,
+    report_url: str | None = None,
 ) -> list[dict[str, Any]]:
     header = f"{SEVERITY_EMOJI[worst]} {monitor}: worst severity {worst}"
     blocks: list[dict[str, Any]] = [
@@ -155,9 +157,16 @@ def _blocks(
     if errors:
         lines = _limited([escape(e) for e in errors], "errors")
         blocks.append(_mrkdwn(":warning: *Could not run*\n" + "\n".join(f"• {x}" for x in lines)))
-    if run_url:
-        blocks.append(_context(f"<{escape(run_url)}|Open the run>"))
+    links = _links(run_url, report_url)
+    if links:
+        blocks.append(_context(links))
     return blocks
+
+
+def _links(run_url: str | None, report_url: str | None) -> str:
+    """mrkdwn links to the run and its report (either may be missing)."""
+    named = ((run_url, "Open the run"), (report_url, "Open the report"))
+    return " · ".join(f"<{escape(url)}|{label}>" for url, label in named if url)
 
 
 def _text(
@@ -167,6 +176,7 @@ def _text(
     changes: Sequence[IncidentChange],
     errors: Sequence[str],
     run_url: str | None,
+    report_url: str | None = None,
 ) -> str:
     lines = [f"driftline: {monitor}, batch {batch_id}: worst severity {worst} ({_counts(changes)})"]
     alerting = _alerting(changes)
@@ -181,6 +191,8 @@ def _text(
         lines.extend(f"    {e}" for e in _limited(errors, "errors"))
     if run_url:
         lines.append(f"Run: {run_url}")
+    if report_url:
+        lines.append(f"Report: {report_url}")
     return escape(clip("\n".join(lines), TEXT_LIMIT))
 
 
@@ -191,12 +203,66 @@ def build_message(
     changes: Sequence[IncidentChange],
     results: Sequence[Mapping[str, Any]] = (),
     run_url: str | None = None,
+    report_url: str | None = None,
 ) -> dict[str, Any]:
     """`{"text": fallback, "blocks": [...]}` for one run; `results` give the worst severity and errors."""
     graded = [r["severity"] for r in results if r["status"] == "ok"]
     worst = worst_severity(graded or [c.severity for c in changes])
     errors = _errors(results)
     return {
-        "text": _text(monitor, batch_id, worst, changes, errors, run_url),
-        "blocks": _blocks(monitor, batch_id, worst, changes, errors, run_url),
+        "text": _text(monitor, batch_id, worst, changes, errors, run_url, report_url),
+        "blocks": _blocks(monitor, batch_id, worst, changes, errors, run_url, report_url),
     }
+
+
+def _state_line(incident: Mapping[str, Any]) -> str:
+    subject = f"{incident['check']} · {incident['target']}"
+    if incident["status"] == "resolved":
+        return f"{subject}: resolved at batch {incident['last_batch']} (reached {incident['severity']})"
+    latest = incident.get("last_severity") or incident["severity"]
+    now = f", now {latest}" if latest != incident["severity"] else ""
+    return f"[{incident['severity'].upper()}] {subject}: open since batch {incident['opened_batch']}{now}"
+
+
+def build_thread_state(
+    *, monitor: str, incidents: Sequence[Mapping[str, Any]], last_batch: str
+) -> dict[str, Any]:
+    """The parent message of an incident thread, rewritten to the thread's current state.
+
+    `incidents` are the thread's incidents (check, target, status, severity reached, last_severity,
+    opened_batch, last_batch); open ones first, worst first, at most `MAX_LISTED` lines of each kind.
+    """
+    still_open = sorted(
+        (i for i in incidents if i["status"] != "resolved"), key=lambda i: -severity_rank(i["severity"])
+    )
+    resolved = [i for i in incidents if i["status"] == "resolved"]
+    if still_open:
+        worst = worst_severity([i["severity"] for i in still_open])
+        headline = f"{monitor}: {len(still_open)} of {len(incidents)} incident(s) open, worst {worst}"
+    else:
+        worst = "none"
+        headline = f"{monitor}: all {len(incidents)} incident(s) resolved"
+    lines = [escape(_state_line(i)) for i in still_open]
+    done = [escape(_state_line(i)) for i in resolved]
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": clip(headline, HEADER_LIMIT), "emoji": True},
+        },
+        _context(f"updated at batch `{escape(last_batch)}` · the thread has every change"),
+    ]
+    if lines:
+        blocks.append(
+            _mrkdwn(
+                f"{SEVERITY_EMOJI[worst]} *Open*\n" + "\n".join(f"• {x}" for x in _limited(lines, "open"))
+            )
+        )
+    if done:
+        blocks.append(
+            _mrkdwn(
+                ":white_check_mark: *Resolved*\n" + "\n".join(f"• {x}" for x in _limited(done, "resolved"))
+            )
+        )
+    listed = _limited([_state_line(i) for i in [*still_open, *resolved]], "incidents")
+    text = "\n".join([f"driftline: {headline} (updated at batch {last_batch})", *listed])
+    return {"text": escape(clip(text, TEXT_LIMIT)), "blocks": blocks}

@@ -10,8 +10,15 @@ Delivery is exactly once where the destination can be asked, at least once elsew
 its row is marked in flight (`sending_at`) in a transaction of its own; the mark is cleared when Slack
 answers. A row whose mark stayed (the process died mid-send, or the connection broke before an
 answer) is in doubt: before sending it again, the flush asks the destination whether the message is
-there (the bot reads the channel's history for the message tagged with the dedupe key). Webhooks
-cannot be asked, so for them an interrupted send may post twice.
+there (the bot reads the channel's history, or the thread's replies, for the message tagged with the
+dedupe key). Webhooks cannot be asked, so for them an interrupted send may post twice.
+
+Threads: a row with a `thread_key` is a reply. It is sent only once its thread's parent has been
+posted (the parent's channel and `ts` are recorded when it is delivered, in `incident_threads`);
+until then it waits, unsent, without counting as a failure. A reply whose parent will not come (it
+was never queued for this destination, or failed `PARENT_PATIENCE` times) is posted as a message of
+its own and becomes the thread. After a reply is posted, the parent is edited (`chat.update`) to the
+thread's current state, carried in the payload's `parent`; a failed edit is logged, not retried.
 """
 
 from __future__ import annotations
@@ -28,9 +35,10 @@ from sqlalchemy import Engine, Select, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from driftline.tasks.alerts.delivery import DeliveryError, Sender
+from driftline.tasks.alerts.delivery import DeliveryError, Posted, Sender
 from driftline.tasks.alerts.incidents import IncidentChange
 from driftline.tasks.alerts.messages import clip
+from driftline.tasks.alerts.threads import find_thread, record_parent
 from driftline.tasks.history.models import AlertOutbox, utcnow
 
 logger = logging.getLogger(__name__)
@@ -38,13 +46,25 @@ logger = logging.getLogger(__name__)
 ERROR_LIMIT = 2000
 # A send marked in flight this recently may still be going on in another process: leave it alone.
 IN_FLIGHT_LEASE = timedelta(minutes=2)
+# A reply stops waiting for a parent that failed this many times, and is posted on its own.
+PARENT_PATIENCE = 3
 _INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
 
-def dedupe_key(monitor: str, batch_id: str, destination: str, changes: Sequence[IncidentChange]) -> str:
-    """A digest of the batch, the destination and what changed: the same alert hashes the same."""
+def dedupe_key(
+    monitor: str,
+    batch_id: str,
+    destination: str,
+    changes: Sequence[IncidentChange],
+    thread_key: str | None = None,
+) -> str:
+    """A digest of the batch, the destination, the thread (for a reply) and what changed: the same
+    alert hashes the same."""
     facts = sorted((c.kind, c.check, c.target, c.severity) for c in changes)
-    blob = json.dumps([monitor, batch_id, destination, facts], separators=(",", ":"))
+    parts: list[object] = [monitor, batch_id, destination, facts]
+    if thread_key is not None:
+        parts.append(thread_key)
+    blob = json.dumps(parts, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -56,8 +76,10 @@ def enqueue(
     destination: str,
     payload: Mapping[str, Any],
     key: str,
+    thread_key: str | None = None,
 ) -> bool:
-    """Queue a message in the caller's transaction; False when `key` was already queued."""
+    """Queue a message (a reply into `thread_key`, when given) in the caller's transaction; False when
+    `key` was already queued."""
     dialect = session.get_bind().dialect.name
     if dialect not in _INSERTS:
         raise NotImplementedError(f"the alert outbox supports SQLite and PostgreSQL, not {dialect}")
@@ -71,6 +93,7 @@ def enqueue(
             payload=dict(payload),
             created_at=utcnow(),
             attempts=0,
+            thread_key=thread_key,
         )
         .on_conflict_do_nothing(index_elements=["dedupe_key"])
         .returning(AlertOutbox.id)
@@ -95,20 +118,40 @@ def _unsent(destination: str, monitor: str | None) -> Select[tuple[AlertOutbox]]
 
 @dataclass(frozen=True)
 class _Claim:
-    """A row marked in flight: what to send, and when an earlier send of it was cut off (if it was)."""
+    """A row marked in flight: what to send, and when an earlier send of it was cut off (if it was).
+
+    `thread` is where a reply goes; `starts` is the thread key whose parent this message becomes
+    (its own key for a new message, the thread's for a reply posted on its own); `waits` marks a reply
+    left unsent because its parent is not posted yet.
+    """
 
     id: int
     batch_id: str
     key: str
     payload: dict[str, Any]
     in_doubt_since: Any
+    thread: Posted | None = None
+    starts: str | None = None
+    waits: bool = False
+
+
+def _parent_pending(session: Session, destination: str, thread_key: str) -> bool:
+    """True while the parent message of `thread_key` is queued here and may still be delivered."""
+    query = select(AlertOutbox.id).where(
+        AlertOutbox.dedupe_key == thread_key,
+        AlertOutbox.destination == destination,
+        AlertOutbox.sent_at.is_(None),
+        AlertOutbox.attempts < PARENT_PATIENCE,
+    )
+    return session.execute(query.limit(1)).first() is not None
 
 
 def _claim(
     session: Session, destination: str, monitor: str | None, tried: list[int], lease: timedelta
 ) -> _Claim | None:
     """Mark the oldest sendable row in flight; rows another process is sending (a recent mark and no
-    recorded outcome) are skipped, and so are rows locked by a concurrent flush on PostgreSQL."""
+    recorded outcome) are skipped, and so are rows locked by a concurrent flush on PostgreSQL. A
+    reply whose parent is not posted yet comes back unmarked, with `waits` set."""
     now = utcnow()
     free = or_(
         AlertOutbox.sending_at.is_(None),
@@ -125,36 +168,70 @@ def _claim(
     row = session.scalars(query).first()
     if row is None:
         return None
-    claim = _Claim(row.id, row.batch_id, row.dedupe_key, dict(row.payload), row.sending_at)
+    thread, starts = None, row.dedupe_key
+    if row.thread_key is not None:
+        found = find_thread(session, destination, row.thread_key)
+        if found is None and _parent_pending(session, destination, row.thread_key):
+            return _Claim(row.id, row.batch_id, row.dedupe_key, {}, None, waits=True)
+        thread = Posted(*found) if found is not None else None
+        starts = None if found is not None else row.thread_key
+    claim = _Claim(row.id, row.batch_id, row.dedupe_key, dict(row.payload), row.sending_at, thread, starts)
     row.sending_at, row.last_error = now, None
     row.attempts += 1
     return claim
 
 
-def _deliver(claim: _Claim, sender: Sender) -> DeliveryError | None:
-    """Send a claimed message unless an interrupted earlier send is found to have posted it."""
-    if claim.in_doubt_since is not None and sender.already_posted(claim.key, claim.in_doubt_since):
-        logger.info(
-            "alert for batch %s was posted by an interrupted send: not sending it again", claim.batch_id
-        )
-        return None
+def _message(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The message itself, without the parent's new state that a reply carries."""
+    return {k: v for k, v in payload.items() if k != "parent"}
+
+
+def _update_parent(claim: _Claim, sender: Sender) -> None:
+    """Edit the thread's parent to its current state; a failure is logged (the next reply retries)."""
+    parent = claim.payload.get("parent")
+    if claim.thread is None or not parent:
+        return
     try:
-        sender.send(claim.payload, key=claim.key)
-    except DeliveryError as exc:
-        return exc
+        sender.update(claim.thread, parent)
     except Exception as exc:
-        return DeliveryError(sender.redact(f"unexpected {type(exc).__name__}: {exc}"))
-    return None
+        logger.warning("thread parent for batch %s not updated: %s", claim.batch_id, sender.redact(str(exc)))
 
 
-def _settle(session: Session, claim: _Claim, error: DeliveryError | None) -> None:
-    """Record a send's outcome; a send that Slack never answered stays marked, so it is checked
-    before the next try."""
+def _deliver(claim: _Claim, sender: Sender) -> tuple[DeliveryError | None, Posted | None]:
+    """Send a claimed message unless an interrupted earlier send is found to have posted it; returns
+    the error (None on success) and where the message is, when the destination says."""
+    if claim.in_doubt_since is not None:
+        found = sender.already_posted(claim.key, claim.in_doubt_since, claim.thread)
+        if found:
+            logger.info(
+                "alert for batch %s was posted by an interrupted send: not sending it again", claim.batch_id
+            )
+            _update_parent(claim, sender)
+            return None, found if isinstance(found, Posted) else None
+    try:
+        posted = sender.send(_message(claim.payload), key=claim.key, thread=claim.thread)
+    except DeliveryError as exc:
+        return exc, None
+    except Exception as exc:
+        return DeliveryError(sender.redact(f"unexpected {type(exc).__name__}: {exc}")), None
+    _update_parent(claim, sender)
+    return None, posted
+
+
+def _settle(
+    session: Session, claim: _Claim, error: DeliveryError | None, posted: Posted | None, destination: str
+) -> None:
+    """Record a send's outcome (and where a new thread's parent landed); a send that Slack never
+    answered stays marked, so it is checked before the next try."""
     row = session.get(AlertOutbox, claim.id)
     if row is None:
         return
     if error is None:
         row.sent_at, row.sending_at, row.last_error = utcnow(), None, None
+        if posted is not None:
+            row.posted_channel, row.posted_ts = posted.channel, posted.ts
+            if claim.starts is not None:
+                record_parent(session, destination, claim.starts, posted.channel, posted.ts)
         return
     row.last_error = clip(str(error), ERROR_LIMIT)
     if error.answered:
@@ -177,9 +254,11 @@ def flush_outbox(
         if claim is None:
             break
         tried.append(claim.id)
-        error = _deliver(claim, sender)
+        if claim.waits:
+            continue
+        error, posted = _deliver(claim, sender)
         with Session(engine) as session, session.begin():
-            _settle(session, claim, error)
+            _settle(session, claim, error, posted, sender.destination)
         if error is None:
             result.delivered += 1
             continue

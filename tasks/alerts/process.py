@@ -1,4 +1,9 @@
-"""The alert step of a monitor run: incidents, one message, the outbox, delivery."""
+"""The alert step of a monitor run: baseline rules, incidents, messages per destination, the outbox.
+
+For each destination (the default one and every matching route) a run's unmuted incident changes
+become messages: on a bot channel, one new message for incidents without a thread there (it starts
+their threads) and one reply per existing thread; on a webhook or the console, one flat message.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,13 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts.config import AlertConfig
-from driftline.tasks.alerts.delivery import build_sender
+from driftline.tasks.alerts.delivery import Sender, build_senders
 from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents, newer_batch
-from driftline.tasks.alerts.messages import build_message
+from driftline.tasks.alerts.messages import build_message, build_thread_state
+from driftline.tasks.alerts.mutes import active_mutes
 from driftline.tasks.alerts.outbox import dedupe_key, enqueue, flush_outbox, unsent_elsewhere
+from driftline.tasks.alerts.rules import evaluate_rules
+from driftline.tasks.alerts.threads import Part, plan_parts, start_threads, thread_incidents
 
 CHANGE_FIELDS = ("kind", "incident_id", "check", "target", "severity", "previous_severity")
 
@@ -23,8 +31,9 @@ CHANGE_FIELDS = ("kind", "incident_id", "check", "target", "severity", "previous
 class AlertReport:
     """What the alert step did for one run.
 
-    `queued` is 1 when this run's message was newly queued; `delivered` and `failed` count sends of
-    this run's message and of older queued ones; `pending` is what stays queued for the destination.
+    `queued` counts this run's newly queued messages; `delivered` and `failed` count sends of them and
+    of older queued ones; `pending` is what stays queued for the run's destinations; `muted` counts
+    changes held back by a mute; `destinations` lists where this monitor alerts.
     """
 
     destination: str | None
@@ -33,6 +42,8 @@ class AlertReport:
     delivered: int = 0
     failed: int = 0
     pending: int = 0
+    muted: int = 0
+    destinations: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,8 +55,76 @@ class AlertReport:
             "delivered": self.delivered,
             "failed": self.failed,
             "pending": self.pending,
+            "muted": self.muted,
+            "destinations": list(self.destinations),
             "reasons": list(self.reasons),
         }
+
+
+def _watched_check(change: IncidentChange) -> str:
+    """The check a change is about: a rule incident counts as the check its rule watches."""
+    rule = (change.result.get("details") or {}).get("rule") or {}
+    return str(rule.get("check") or change.check)
+
+
+def _routing_severity(change: IncidentChange) -> str:
+    """A resolution goes where the incident's worst severity went; other changes by their severity."""
+    return (change.previous_severity or change.severity) if change.kind == "resolved" else change.severity
+
+
+def _thread_state(
+    session: Session, monitor: str, destination: str, key: str, batch_id: str
+) -> dict[str, Any]:
+    """The parent message of thread `key`, rewritten to its incidents' current state."""
+    incidents = [
+        {
+            "check": i.check,
+            "target": i.target,
+            "status": i.status,
+            "severity": i.severity,
+            "last_severity": (i.details or {}).get("last_severity"),
+            "opened_batch": i.opened_batch,
+            "last_batch": i.last_batch,
+        }
+        for i in thread_incidents(session, destination, key)
+    ]
+    return build_thread_state(monitor=monitor, incidents=incidents, last_batch=batch_id)
+
+
+def _queue_messages(
+    session: Session,
+    *,
+    monitor: str,
+    batch_id: str,
+    destination: str,
+    sender: Sender,
+    changes: list[IncidentChange],
+    results: Sequence[Mapping[str, Any]],
+    links: dict[str, str | None],
+) -> int:
+    """Queue this run's messages for one destination; returns how many were newly queued."""
+    parts = plan_parts(session, destination, changes) if sender.threads else [Part(None, changes)]
+    queued = 0
+    for part in parts:
+        message = build_message(
+            monitor=monitor, batch_id=batch_id, changes=part.changes, results=results, **links
+        )
+        key = dedupe_key(monitor, batch_id, destination, part.changes, part.thread_key)
+        if part.thread_key is not None:
+            message["parent"] = _thread_state(session, monitor, destination, part.thread_key, batch_id)
+        fresh = enqueue(
+            session,
+            monitor=monitor,
+            batch_id=batch_id,
+            destination=destination,
+            payload=message,
+            key=key,
+            thread_key=part.thread_key,
+        )
+        if fresh and sender.threads and part.thread_key is None:
+            start_threads(session, destination, key, part.changes)
+        queued += int(fresh)
+    return queued
 
 
 def process_alerts(
@@ -60,26 +139,33 @@ def process_alerts(
     stream: TextIO | None = None,
     batch_time: datetime | None = None,
 ) -> AlertReport:
-    """Update incidents from one run's results, queue the run's alert, and send everything queued.
+    """Evaluate the baseline rules, update incidents, queue the run's messages, send everything queued.
 
-    Incident changes and the queued message commit together, so a crash cannot record an incident
-    without its alert. Delivery happens after the commit: older unsent messages go first, and a
-    message that cannot be sent stays queued for the next run. `token` is the resolved Slack bot
-    token; `run_url` links the message to the run unless `alerts.slack.run_url` gives a template.
-    `stream` receives console alerts (standard error by default). With `batch_time`, a batch older
-    than the monitor's newest completed one leaves the incidents alone (it only updates history).
+    Incident changes and the queued messages commit together, so a crash cannot record an incident
+    without its alert. Delivery happens after the commit: older unsent messages go first (a reply
+    waits for its thread's parent), and a message that cannot be sent stays queued for the next run.
+    `token` is the resolved Slack bot token; `run_url` links the message to the run unless
+    `alerts.slack.run_url` gives a template. `stream` receives console alerts (standard error by
+    default). With `batch_time`, a batch older than the monitor's newest completed one leaves the
+    incidents alone (it only updates history). Rules read the stored history, so the run's results
+    must be stored first.
     """
-    sender = build_sender(config, token, stream)
-    destination = sender.destination if sender else None
-    report = AlertReport(destination=destination)
+    senders = build_senders(config, token, stream)
+    report = AlertReport(destination=config.destination if senders else None, destinations=list(senders))
+    links: dict[str, str | None] = {"run_url": run_url, "report_url": None}
     if config.slack is not None:
-        run_url = config.slack.format_run_url(monitor, batch_id) or run_url
+        links["run_url"] = config.slack.format_run_url(monitor, batch_id) or run_url
+        links["report_url"] = config.slack.format_report_url(monitor, batch_id)
     with Session(engine) as session, session.begin():
+        rule_results = evaluate_rules(
+            session, monitor=monitor, batch_id=batch_id, rules=config.rules, batch_time=batch_time
+        )
+        everything = [*results, *rule_results]
         report.changes = apply_incidents(
             session,
             monitor=monitor,
             batch_id=batch_id,
-            results=results,
+            results=everything,
             min_severity=config.min_severity,
             batch_time=batch_time,
         )
@@ -87,30 +173,40 @@ def process_alerts(
         newer = newer_batch(session, monitor, batch_id, batch_time) if stale else None
         if newer is not None:
             report.reasons.append(f"batch {batch_id} is older than batch {newer}: incidents left as they are")
-        if report.changes and destination is not None:
-            message = build_message(
-                monitor=monitor, batch_id=batch_id, changes=report.changes, results=results, run_url=run_url
-            )
-            key = dedupe_key(monitor, batch_id, destination, report.changes)
-            report.queued = int(
-                enqueue(
-                    session,
-                    monitor=monitor,
-                    batch_id=batch_id,
-                    destination=destination,
-                    payload=message,
-                    key=key,
-                )
-            )
-    if sender is None:
+        if report.changes and senders:
+            send, held = active_mutes(session, monitor).split(report.changes)
+            report.muted = len(held)
+            for destination, sender in senders.items():
+                routed = [
+                    c
+                    for c in send
+                    if destination in config.destinations_for(_watched_check(c), _routing_severity(c))
+                ]
+                if routed:
+                    report.queued += _queue_messages(
+                        session,
+                        monitor=monitor,
+                        batch_id=batch_id,
+                        destination=destination,
+                        sender=sender,
+                        changes=routed,
+                        results=everything,
+                        links=links,
+                    )
+    if not senders:
         if report.changes:
             report.reasons.append("no alert destination: configure alerts.slack or set alerts.console")
         return report
-    flushed = flush_outbox(engine, sender, monitor=monitor)
-    report.delivered, report.failed, report.pending = flushed.delivered, flushed.failed, flushed.pending
-    report.reasons.extend(flushed.reasons)
-    for other, count in unsent_elsewhere(engine, monitor, destination).items():
+    for sender in senders.values():
+        flushed = flush_outbox(engine, sender, monitor=monitor)
+        report.delivered += flushed.delivered
+        report.failed += flushed.failed
+        report.pending += flushed.pending
+        report.reasons.extend(flushed.reasons)
+    for other, count in unsent_elsewhere(engine, monitor, report.destination).items():
+        if other in senders:
+            continue
         report.reasons.append(
-            f"{count} unsent alert(s) for {other} left queued: the monitor now alerts {destination}"
+            f"{count} unsent alert(s) for {other} left queued: the monitor now alerts {', '.join(senders)}"
         )
     return report

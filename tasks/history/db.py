@@ -29,8 +29,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import NullPool
 
-from driftline.tasks.history.models import Base
-
 ENV_VAR = "DRIFTLINE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///driftline.db"
 # Shipped as package data; Alembic reads it as a folder, which an installed wheel always has.
@@ -157,15 +155,20 @@ def _missing_sqlite_file(url: str) -> Path | None:
     return None if path.exists() else path
 
 
+# Tables a read-only command needs; tables added by later migrations (incident threads, mutes) appear
+# with the next run that migrates the store.
+READ_TABLES = frozenset({"runs", "results", "incidents", "alert_outbox"})
+
+
 def _require_tables(engine: Engine, url: str) -> None:
-    """Raise `StoreUnavailable` unless the database holds every history table."""
+    """Raise `StoreUnavailable` unless the database holds the history tables read-only commands read."""
     with engine.connect() as conn:
         present = set(inspect(conn).get_table_names())
-    missing = sorted(set(Base.metadata.tables) - present)
+    missing = sorted(READ_TABLES - present)
     if not missing:
         return
     where = f"history database {masked_url(url)}"
-    if len(missing) == len(Base.metadata.tables):
+    if len(missing) == len(READ_TABLES):
         problem = f"{where} has no driftline tables"
     else:
         problem = f"{where} lacks the driftline tables {', '.join(missing)}"

@@ -36,7 +36,11 @@ class Run(Base):
     """One monitor evaluated on one batch; re-running the batch updates this row."""
 
     __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("monitor", "batch_id", name="uq_runs_monitor_batch"),)
+    __table_args__ = (
+        UniqueConstraint("monitor", "batch_id", name="uq_runs_monitor_batch"),
+        # The newest N batches of a monitor (baseline rules read only those, however long the history).
+        Index("ix_runs_monitor_time", "monitor", "batch_time"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     monitor: Mapped[str] = mapped_column(String(200))
@@ -113,6 +117,45 @@ class Incident(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
 
 
+class IncidentThread(Base):
+    """Where an incident's Slack thread lives in one destination (routing may post it to several).
+
+    `thread_key` is the dedupe key of the outbox message that starts the thread; `channel` (the id
+    Slack answered with) and `ts` (the parent message's timestamp) are filled in once it is posted.
+    Replies about the incident wait in the outbox until then, and go to `thread_ts = ts`.
+    """
+
+    __tablename__ = "incident_threads"
+    __table_args__ = (
+        UniqueConstraint("incident_id", "destination", name="uq_incident_threads_destination"),
+        Index("ix_incident_threads_key", "thread_key", "destination"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    incident_id: Mapped[int] = mapped_column(ForeignKey("incidents.id", ondelete="CASCADE"))
+    destination: Mapped[str] = mapped_column(String(200))
+    thread_key: Mapped[str] = mapped_column(String(400))
+    channel: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    ts: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AlertMute(Base):
+    """A silenced (monitor, check, target) until `until`: incidents still open, change and resolve in
+    history, but send no message. `target` "*" mutes every target of the check."""
+
+    __tablename__ = "alert_mutes"
+    __table_args__ = (UniqueConstraint("monitor", "check", "target", name="uq_alert_mutes_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    monitor: Mapped[str] = mapped_column(String(200))
+    check: Mapped[str] = mapped_column(String(100))
+    target: Mapped[str] = mapped_column(String(300))
+    until: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
 class AlertOutbox(Base):
     """A message to deliver; it stays here until a send succeeds, and is retried on later runs."""
 
@@ -136,3 +179,8 @@ class AlertOutbox(Base):
     # Set before a send starts and cleared when its outcome is known: a row left with it set was cut
     # off mid-send, and Slack may or may not have posted it.
     sending_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # A reply: the `thread_key` of the thread it belongs to (NULL: a message of its own).
+    thread_key: Mapped[str | None] = mapped_column(String(400), nullable=True)
+    # Where Slack put the message once sent (the bot only; webhooks do not say).
+    posted_channel: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    posted_ts: Mapped[str | None] = mapped_column(String(40), nullable=True)

@@ -5,8 +5,10 @@ ordered by batch time.
 
 - Rolling baseline: each value is compared with the median and MAD (median absolute deviation from
   that median) of the previous `window` values of its series, giving the robust z-score
-  `(value - median) / (MAD / Φ⁻¹(0.75))`; the 1/Φ⁻¹(0.75) ≈ 1.4826 factor makes the MAD estimate the
-  standard deviation of normal data.
+  `(value - median) / (MAD / Φ⁻¹(0.75))`. The band comes from `baseline.rolling_band`, the same code
+  the alert rules (`alerts.rules`) use.
+- Level shifts: the best single change point of each series' last `window` + 1 values
+  (`baseline.level_shifts`, as the alert rules' `change_point`), kept when it began recently.
 - Sustained drift: a (check, target) whose severity has been at least a given level for the last K
   consecutive runs.
 """
@@ -15,47 +17,80 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from driftline.checks.result import SEVERITIES
+from driftline.tasks.history.baseline import MAD_NORMAL_SCALE, level_shifts, recent_windows, rolling_band
 
 SERIES = ["check", "target", "metric"]
 RESULT = ["check", "target"]
-# Divide a MAD by this to estimate a normal standard deviation (scipy's `scale="normal"`).
-MAD_NORMAL_SCALE = float(norm.ppf(0.75))
+__all__ = ["MAD_NORMAL_SCALE", "latest_zscores", "recent_shifts", "rolling_baseline", "sustained_drift"]
 BASELINE_COLUMNS = ["baseline_median", "baseline_mad", "baseline_runs", "robust_z"]
 
 
 def rolling_baseline(history: pd.DataFrame, window: int = 10, min_periods: int = 3) -> pd.DataFrame:
-    """Each stored value with the baseline of the previous `window` values of its series.
+    """Each stored value with the median/MAD baseline of the previous `window` values of its series.
 
     Adds `baseline_median`, `baseline_mad` (unscaled), `baseline_runs` (values in the baseline) and
-    `robust_z`. Rows without a value (skipped or error runs) are left out and never enter a baseline.
-    Fewer than `min_periods` earlier values give NaN; a zero MAD gives z = 0 for a value equal to the
-    median and ±inf otherwise (any change from a perfectly constant series stands out).
+    `robust_z`, computed by `baseline.rolling_band(method="mad")` (the band the alert rules use).
+    Rows without a value (skipped or error runs) are left out and never enter a baseline. Fewer than
+    `min_periods` earlier values give NaN; a zero MAD gives z = 0 for a value equal to the median and
+    ±inf otherwise (any change from a perfectly constant series stands out).
     """
-    if window < 1 or min_periods < 1:
-        raise ValueError(f"window and min_periods must be at least 1, got {window} and {min_periods}")
-    frame = history.dropna(subset=["value"]).sort_values([*SERIES, "batch_time", "batch_id"], kind="stable")
-    frame = frame.reset_index(drop=True)
-    previous = _previous_values(frame, window)
-    runs = np.sum(~np.isnan(previous), axis=1)
-    enough = runs >= min_periods
-    median = np.full(len(frame), np.nan)
-    mad = np.full(len(frame), np.nan)
-    if enough.any():
-        median[enough] = np.nanmedian(previous[enough], axis=1)
-        mad[enough] = np.nanmedian(np.abs(previous[enough] - median[enough, None]), axis=1)
-    frame["baseline_median"] = median
-    frame["baseline_mad"] = mad
-    frame["baseline_runs"] = runs
-    frame["robust_z"] = _robust_z(frame["value"].to_numpy(dtype=float), median, mad)
-    return frame
+    frame = rolling_band(history, window=window, method="mad", min_periods=min_periods, keys=SERIES)
+    frame = frame.rename(
+        columns={
+            "baseline_center": "baseline_median",
+            "baseline_spread": "baseline_mad",
+            "baseline_z": "robust_z",
+        }
+    )
+    return frame.drop(columns=["baseline_scale"])
 
 
 def latest_zscores(history: pd.DataFrame, window: int = 10, min_periods: int = 3) -> pd.DataFrame:
     """The newest value of every series with its rolling baseline and robust z-score."""
     return rolling_baseline(history, window, min_periods).groupby(SERIES, sort=False).tail(1)
+
+
+def recent_shifts(
+    history: pd.DataFrame, window: int = 30, within: int = 3, min_strength: float = 15.0
+) -> pd.DataFrame:
+    """Series whose level shifted within their last `within` runs, strongest first.
+
+    Over each series' last `window` + 1 values, the best single split (least-squares cost) is found;
+    a series is kept when the new level covers at most `within` runs and the cost fall, in noise
+    variances, exceeds `min_strength`. Columns: check, target, metric, runs_since (values after the
+    split), strength, before and after (mean levels), last_batch.
+    """
+    if window < 3 or within < 1:
+        raise ValueError(f"window must be at least 3 and within at least 1, got {window} and {within}")
+    keys, matrix = recent_windows(history, window + 1, keys=SERIES)
+    after, strength = level_shifts(matrix)
+    columns = [*SERIES, "runs_since", "strength", "before", "after", "last_batch"]
+    keep = (after > 0) & (after <= within) & (strength > min_strength)
+    if not keep.any():
+        return pd.DataFrame(columns=columns)
+    rows = matrix[keep]
+    since = after[keep]
+    width = rows.shape[1]
+    split = (width - since)[:, None]
+    column = np.arange(width)[None, :]
+    with np.errstate(invalid="ignore"):
+        before_mean = np.nanmean(np.where(column < split, rows, np.nan), axis=1)
+        after_mean = np.nanmean(np.where(column >= split, rows, np.nan), axis=1)
+    last = (
+        history.dropna(subset=["value"])
+        .sort_values("batch_time")
+        .groupby(SERIES, sort=False)["batch_id"]
+        .last()
+    )
+    found = (
+        keys[keep]
+        .reset_index(drop=True)
+        .assign(runs_since=since, strength=strength[keep], before=before_mean, after=after_mean)
+    )
+    found["last_batch"] = [last.loc[tuple(k)] for k in found[SERIES].itertuples(index=False)]
+    return found.sort_values("strength", ascending=False, ignore_index=True)[columns]
 
 
 def sustained_drift(history: pd.DataFrame, min_severity: str = "medium", runs: int = 3) -> pd.DataFrame:
@@ -94,21 +129,3 @@ def sustained_drift(history: pd.DataFrame, min_severity: str = "medium", runs: i
             "sustained": latest["streak"] >= runs,
         }
     )
-
-
-def _previous_values(frame: pd.DataFrame, window: int) -> np.ndarray:
-    """A (rows, window) matrix: column k holds the value k+1 runs earlier in the same series (or NaN)."""
-    if frame.empty:
-        return np.empty((0, window))
-    grouped = frame.groupby(SERIES, sort=False)["value"]
-    return np.column_stack([grouped.shift(k).to_numpy(dtype=float) for k in range(1, window + 1)])
-
-
-def _robust_z(value: np.ndarray, median: np.ndarray, mad: np.ndarray) -> np.ndarray:
-    """(value - median) / (mad / Φ⁻¹(0.75)), with 0 or ±inf where the MAD is zero, NaN without baseline."""
-    deviation = value - median
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = deviation / (mad / MAD_NORMAL_SCALE)
-    constant = mad == 0
-    z[constant] = np.where(deviation[constant] == 0, 0.0, np.copysign(np.inf, deviation[constant]))
-    return z

@@ -8,10 +8,14 @@ It records every request and answers from a script of replies, one per request, 
         assert [r.path for r in slack.requests] == ["/api/chat.postMessage"] * 2
 
 Web API paths (`/api/<method>`) answer JSON; webhook paths (`/services/...`) answer plain text, as
-Slack does (`ok`, or an error code such as `invalid_token` with a 4xx status). Reads are answered
-from what was posted, not scripted, and recorded apart (`reads`): `conversations.history` lists the
-accepted messages (with their metadata when `include_all_metadata` is set) and `conversations.list`
-the channels in `channels`.
+Slack does (`ok`, or an error code such as `invalid_token` with a 4xx status). Each accepted
+`chat.postMessage` is kept in `messages` with its channel id, its own `ts` and its `thread_ts` (a
+reply), and is answered with them. `chat.update` edits a kept message (`message_not_found` when there
+is none); it is recorded apart (`updates`, scripted with `script_updates`), since it posts nothing.
+Reads are answered from what was posted, not scripted, and recorded apart (`reads`):
+`conversations.history` lists a channel's top-level messages, `conversations.replies` a thread
+(with their metadata when `include_all_metadata` is set), `conversations.list` the channels in
+`channels` (a channel posted to by an unknown name gets an id there).
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 WEBHOOK_PATH = "/services/T00000000/B00000000/stand-in-webhook-secret"
-READS = ("/api/conversations.history", "/api/conversations.list")
-API_SUCCESS = {"ok": True, "channel": "C0STANDIN", "ts": "1700000000.000100"}
+READS = ("/api/conversations.history", "/api/conversations.list", "/api/conversations.replies")
+POST_PATH = "/api/chat.postMessage"
+UPDATE_PATH = "/api/chat.update"
 
 
 @dataclass(frozen=True)
@@ -100,9 +105,12 @@ class SlackStandIn:
     def __init__(self) -> None:
         self.requests: list[Request] = []
         self.reads: list[str] = []
+        self.updates: list[Request] = []
+        self.messages: list[dict[str, Any]] = []
         self.channels = {"ml-alerts": "C0STANDIN"}
         self.default = Reply.ok()
         self._script: deque[Reply] = deque()
+        self._update_script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -129,6 +137,64 @@ class SlackStandIn:
         with self._lock:
             self._script.extend(replies)
 
+    def script_updates(self, *replies: Reply) -> None:
+        """Answer the next `chat.update` calls with `replies`, in order; later ones succeed."""
+        with self._lock:
+            self._update_script.extend(replies)
+
+    def thread(self, ts: str) -> list[dict[str, Any]]:
+        """The replies posted in the thread of the message `ts`, oldest first."""
+        with self._lock:
+            return [m for m in self.messages if m.get("thread_ts") == ts and m["ts"] != ts]
+
+    def top_level(self) -> list[dict[str, Any]]:
+        """The messages that are not replies, oldest first (as edited by `chat.update`)."""
+        with self._lock:
+            return [m for m in self.messages if not m.get("thread_ts")]
+
+    def _channel_id(self, channel: str) -> str:
+        """The id of a channel given by id or name; an unknown name is given an id (lock held)."""
+        if channel in self.channels.values():
+            return channel
+        name = channel.lstrip("#")
+        if name not in self.channels:
+            self.channels[name] = f"C0ROUTE{len(self.channels):03d}"
+        return self.channels[name]
+
+    def _keep(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Store an accepted `chat.postMessage`; the answer Slack gives (channel id and ts)."""
+        with self._lock:
+            ts = f"1700000000.{len(self.messages) + 1:06d}"
+            channel = self._channel_id(str(body.get("channel", "")))
+            self.messages.append(
+                {
+                    "channel": channel,
+                    "ts": ts,
+                    "thread_ts": body.get("thread_ts"),
+                    "text": body.get("text"),
+                    "blocks": body.get("blocks"),
+                    "metadata": body.get("metadata"),
+                }
+            )
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _update(self, request: Request) -> tuple[Reply, dict[str, Any] | str]:
+        """Answer a `chat.update`: scripted, else edit the kept message (or `message_not_found`)."""
+        body = request.body if isinstance(request.body, dict) else {}
+        with self._lock:
+            reply = self._update_script.popleft() if self._update_script else Reply.ok()
+            if reply.body is not None or reply.status != 200:
+                self.updates.append(request)
+                return reply, reply.body if reply.body is not None else ""
+            found = [
+                m for m in self.messages if m["channel"] == body.get("channel") and m["ts"] == body.get("ts")
+            ]
+            self.updates.append(request)
+            if not found:
+                return reply, {"ok": False, "error": "message_not_found"}
+            found[0].update(text=body.get("text"), blocks=body.get("blocks"))
+            return reply, {"ok": True, "channel": found[0]["channel"], "ts": found[0]["ts"]}
+
     def accepted(self) -> list[Request]:
         """The requests answered with success: the messages Slack would have posted."""
         with self._lock:
@@ -140,7 +206,7 @@ class SlackStandIn:
             reply = self._script.popleft() if self._script else self.default
         body = reply.body
         if body is None:
-            body = "ok" if path.startswith("/services/") else dict(API_SUCCESS)
+            body = "ok" if path.startswith("/services/") else {"ok": True}
         success = body == "ok" or (isinstance(body, dict) and bool(body.get("ok")))
         return reply, body, reply.status == 200 and success
 
@@ -159,17 +225,25 @@ class SlackStandIn:
         if parts.path == "/api/conversations.list":
             channels = [{"id": cid, "name": name} for name, cid in self.channels.items()]
             return {"ok": True, "channels": channels, "response_metadata": {"next_cursor": ""}}
-        if parts.path == "/api/conversations.history":
+        if parts.path in ("/api/conversations.history", "/api/conversations.replies"):
             if query.get("channel") not in self.channels.values():
                 return {"ok": False, "error": "channel_not_found"}
             with_metadata = query.get("include_all_metadata") in ("1", "true", "True")
+            with self._lock:
+                kept = [m for m in self.messages if m["channel"] == query.get("channel")]
+            if parts.path.endswith("replies"):
+                kept = [m for m in kept if query.get("ts") in (m["ts"], m.get("thread_ts"))]
+                if not kept:
+                    return {"ok": False, "error": "thread_not_found"}
+            else:
+                kept = [m for m in kept if not m.get("thread_ts")][::-1]
             messages = [
-                {"type": "message", "ts": f"1700000000.{i:06d}", "text": r.body.get("text")}
-                | ({"metadata": r.body["metadata"]} if with_metadata and r.body.get("metadata") else {})
-                for i, r in enumerate(self.accepted())
-                if isinstance(r.body, dict)
+                {"type": "message", "ts": m["ts"], "text": m["text"]}
+                | ({"thread_ts": m["thread_ts"]} if m.get("thread_ts") else {})
+                | ({"metadata": m["metadata"]} if with_metadata and m.get("metadata") else {})
+                for m in kept
             ]
-            return {"ok": True, "messages": messages[::-1], "has_more": False}
+            return {"ok": True, "messages": messages, "has_more": False}
         return {"ok": False, "error": "unknown_method"}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -184,8 +258,15 @@ class SlackStandIn:
                         200, stand_in._read(self.path, _parse(headers.get("content-type", ""), raw)), {}
                     )
                     return
-                reply, body, accepted = stand_in._next_reply(self.path)
                 parsed = _parse(headers.get("content-type", ""), raw)
+                if urlsplit(self.path).path == UPDATE_PATH:
+                    request = Request("POST", self.path, headers, parsed, raw, 200, True)
+                    reply, answer = stand_in._update(request)
+                    self._answer(reply.status, answer, reply.headers)
+                    return
+                reply, body, accepted = stand_in._next_reply(self.path)
+                if accepted and urlsplit(self.path).path == POST_PATH and isinstance(parsed, dict):
+                    body = stand_in._keep(parsed)
                 stand_in._record(Request("POST", self.path, headers, parsed, raw, reply.status, accepted))
                 time.sleep(reply.delay_s)
                 self._answer(reply.status, body, reply.headers)

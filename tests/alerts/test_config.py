@@ -83,3 +83,46 @@ def test_run_url_template() -> None:
         {"slack": {"channel": "#a", "run_url": "https://x/{run}"}}
     )
     assert "malformed template" in _error_text({"slack": {"channel": "#a", "run_url": "https://x/{monitor"}})
+
+
+def test_report_url_template_and_routes() -> None:
+    config = AlertConfig.model_validate(
+        {
+            "slack": {"channel": "#a", "report_url": "https://r/{monitor}/{batch_id}.html"},
+            "routes": [
+                {"channel": "#oncall", "min_severity": "high"},
+                {"channel": "#drift", "family": "drift"},
+            ],
+        }
+    )
+    assert config.slack is not None and config.slack.format_report_url("acs", "b1") == "https://r/acs/b1.html"
+    assert config.destinations_for("drift.numeric", "high") == ["slack:#a", "slack:#oncall", "slack:#drift"]
+    assert config.destinations_for("subset.auc", "medium") == ["slack:#a"]
+    assert config.destinations_for("subset.auc", "high") == ["slack:#a", "slack:#oncall"]
+    assert "unknown placeholder" in _error_text({"slack": {"channel": "#a", "report_url": "https://r/{run}"}})
+
+
+def test_a_monitor_spec_names_the_rule_key_that_is_wrong() -> None:
+    from driftline.tasks.spec import SpecError, parse_spec
+
+    spec = {
+        "name": "acs",
+        "reference": {"path": "ref.parquet"},
+        "batches": {"path": "batches/{batch}.parquet"},
+        "checks": ["drift.numeric"],
+        "alerts": {
+            "rules": [
+                {"check": "drift.numeric", "metric": "psi", "above_baseline": 3, "window": 1},
+                {"check": "drift.numeric", "metric": "ks", "above_baseline": 3, "for_run": 2},
+            ]
+        },
+    }
+    with pytest.raises(SpecError) as caught:
+        parse_spec(spec, "monitor.yaml")
+    message = str(caught.value)
+    assert "alerts.rules.0.window: Input should be greater than or equal to 3" in message
+    assert "alerts.rules.1.for_run: Extra inputs are not permitted" in message
+    good = parse_spec(
+        {**spec, "alerts": {"rules": [{"check": "drift.numeric", "metric": "psi", "above_baseline": 3}]}}
+    )
+    assert good.alerts.rules[0].key == "rule:drift.numeric/psi"

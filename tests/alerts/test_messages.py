@@ -145,3 +145,41 @@ def test_large_runs_stay_within_slack_limits() -> None:
     assert resolved.count("\n• ") == 11 and resolved.endswith("• …and 30 more resolved")
     failed = next(t for t in texts if t.startswith(":warning:"))
     assert failed.count("\n• ") == 11 and failed.endswith("• …and 20 more errors")
+
+
+def test_thread_state_lists_open_incidents_worst_first_then_resolved() -> None:
+    from driftline.tasks.alerts.messages import build_thread_state
+
+    def incident(target: str, status: str, severity: str, last: str | None = None) -> dict:
+        return {
+            "check": "drift.numeric",
+            "target": target,
+            "status": status,
+            "severity": severity,
+            "last_severity": last or severity,
+            "opened_batch": "b1",
+            "last_batch": "b3",
+        }
+
+    state = build_thread_state(
+        monitor="acs",
+        incidents=[
+            incident("a", "open", "medium"),
+            incident("b", "resolved", "high"),
+            incident("c", "open", "high", "low"),
+        ],
+        last_batch="b3",
+    )
+    assert state["blocks"][0]["text"]["text"] == "acs: 2 of 3 incident(s) open, worst high"
+    assert state["text"].splitlines() == [
+        "driftline: acs: 2 of 3 incident(s) open, worst high (updated at batch b3)",
+        "[HIGH] drift.numeric · c: open since batch b1, now low",
+        "[MEDIUM] drift.numeric · a: open since batch b1",
+        "drift.numeric · b: resolved at batch b3 (reached high)",
+    ]
+    done = build_thread_state(monitor="acs", incidents=[incident("b", "resolved", "high")], last_batch="b4")
+    assert done["blocks"][0]["text"]["text"] == "acs: all 1 incident(s) resolved"
+    many = build_thread_state(
+        monitor="m", incidents=[incident(str(i), "open", "high") for i in range(40)], last_batch="b"
+    )
+    assert len(many["blocks"]) == 3 and "…and 30 more open" in many["blocks"][2]["text"]["text"]

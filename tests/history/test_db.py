@@ -27,8 +27,8 @@ from driftline.tasks.history.db import (
 )
 from driftline.tasks.history.models import Base
 
-TABLES = {"runs", "results", "incidents", "alert_outbox"}
-HEAD = "0004"
+TABLES = {"runs", "results", "incidents", "alert_outbox", "incident_threads", "alert_mutes"}
+HEAD = "0005"
 
 
 def schema_differences(engine: Engine) -> list:

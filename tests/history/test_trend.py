@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import median_abs_deviation
 
-from driftline.tasks.history.trend import latest_zscores, rolling_baseline, sustained_drift
+from driftline.tasks.history.trend import latest_zscores, recent_shifts, rolling_baseline, sustained_drift
 
 T0 = pd.Timestamp("2024-05-01", tz="UTC")
 
@@ -131,3 +131,19 @@ def test_metric_rows_of_one_run_count_once() -> None:
 def test_unknown_severity_name_raises() -> None:
     with pytest.raises(ValueError, match="min_severity"):
         sustained_drift(series([1]), "severe")
+
+
+def test_recent_shifts_keep_a_new_level_and_its_means() -> None:
+    rng = np.random.default_rng(12)
+    shifted = np.concatenate([rng.normal(0.10, 0.01, 28), [0.2, 0.21, 0.19]])
+    history = pd.concat([series(shifted, target="age"), series(rng.normal(0.1, 0.01, 31), target="calm")])
+    (row,) = recent_shifts(history, window=30, within=3).to_dict("records")
+    assert (row["target"], row["runs_since"], row["last_batch"]) == ("age", 3, "b30")
+    assert row["before"] == pytest.approx(shifted[:28].mean()) and row["after"] == pytest.approx(0.2)
+    assert row["strength"] > 100
+    assert recent_shifts(history, window=30, within=2).empty  # the shift is three runs old
+
+
+def test_recent_shifts_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="window must be at least 3"):
+        recent_shifts(series([1.0, 2.0]), window=2)
