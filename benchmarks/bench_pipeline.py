@@ -23,17 +23,17 @@ from benchmarks.synthetic import make_frame
 CHECKS = ["drift.numeric", "drift.categorical", "drift.label", "drift.prediction", "performance.overall"]
 
 
-def write_inputs(folder: Path, rows: int) -> Path:
-    """Reference, batch and spec files; returns the spec path."""
+def write_inputs(folder: Path, rows: int, batch_rows: int | None = None, checks: list[str] = CHECKS) -> Path:
+    """Reference (`rows`), batch (`batch_rows`, default as many) and spec files; returns the spec path."""
     (folder / "batches").mkdir(parents=True)
     make_frame(rows).to_parquet(folder / "reference.parquet")
-    make_frame(rows, shift=0.1, seed=1).to_parquet(folder / "batches" / "2024-01-01.parquet")
+    make_frame(batch_rows or rows, shift=0.1, seed=1).to_parquet(folder / "batches" / "2024-01-01.parquet")
     spec = {
         "name": "bench",
         "reference": {"path": "reference.parquet"},
         "batches": {"path": "batches/{batch}.parquet"},
         "columns": {"label": "label", "prediction": "prediction", "score": "score"},
-        "checks": CHECKS,
+        "checks": checks,
         "alerts": {"console": False},
         "store_url": f"sqlite:///{folder / 'history.db'}",
     }

@@ -16,10 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from benchmarks.bench_pipeline import write_inputs
 from benchmarks.measure import table
-from benchmarks.synthetic import make_frame
 from driftline import load_spec, run_monitor
 from driftline.tasks.driver import Driver
 
@@ -36,24 +34,6 @@ class TimedDriver(Driver):
         outcomes = super().fan_out(jobs, workers)
         self.fan_out_s = time.perf_counter() - started
         return outcomes
-
-
-def write_inputs(folder: Path, rows: int, batch_rows: int) -> Path:
-    (folder / "batches").mkdir(parents=True)
-    make_frame(rows).to_parquet(folder / "reference.parquet")
-    make_frame(batch_rows, shift=0.1, seed=1).to_parquet(folder / "batches" / "2024-01-01.parquet")
-    spec = {
-        "name": "bench",
-        "reference": {"path": "reference.parquet"},
-        "batches": {"path": "batches/{batch}.parquet"},
-        "columns": {"label": "label", "prediction": "prediction", "score": "score"},
-        "checks": CHECKS,
-        "alerts": {"min_severity": "high"},
-        "store_url": f"sqlite:///{folder / 'history.db'}",
-    }
-    path = folder / "monitor.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
 
 
 def timed_run(spec_path: Path, forget_facts: bool) -> tuple[float, float]:
@@ -74,7 +54,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="driftline-bench-"))
     try:
-        spec_path = write_inputs(folder, args.rows, max(args.rows // 10, 1000))
+        spec_path = write_inputs(folder, args.rows, max(args.rows // 10, 1000), CHECKS)
         run_monitor(load_spec(spec_path), "2024-01-01")  # fit and cache every profile
         read, cached = [], []
         for _ in range(args.repeat):

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import pickle
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +15,7 @@ from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.errors import NotApplicable
 from driftline.checks.fingerprint import config_fingerprint
+from driftline.tasks.files import write_cache_file
 from driftline.tasks.reference import LazyReference, materialised
 
 log = logging.getLogger(__name__)
@@ -98,13 +97,5 @@ class ProfileCache:
 
     def _write(self, key: str, profile: Any) -> None:
         path = self._path(key)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(profile, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except Exception as exc:  # caching is an optimisation: a read-only disk must not fail the run
-            log.warning("could not cache profile %s: %s", path, exc)
+        if path is not None:
+            write_cache_file(path, pickle.dumps(profile, protocol=pickle.HIGHEST_PROTOCOL))

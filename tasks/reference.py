@@ -14,9 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import pickle
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ import pandas as pd
 from driftline.checks.columns import Columns, infer_columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.fingerprint import config_fingerprint, frame_fingerprint
+from driftline.tasks.files import write_cache_file
 from driftline.tasks.model import load_model, score_frame
 from driftline.tasks.spec import MonitorSpec, SpecError
 
@@ -111,16 +110,8 @@ class FactsCache:
 
     def write(self, key: str, facts: ReferenceFacts) -> None:
         path = self._path(key)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w") as fh:
-                json.dump(asdict(facts), fh, default=str)
-            os.replace(tmp, path)
-        except Exception as exc:  # caching is an optimisation: a read-only disk must not fail the run
-            log.warning("could not cache reference facts %s: %s", path, exc)
+        if path is not None:
+            write_cache_file(path, json.dumps(asdict(facts), default=str).encode())
 
     def _path(self, key: str) -> Path | None:
         return self.directory / f"reference-{key}.json" if self.directory else None

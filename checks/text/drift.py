@@ -24,7 +24,14 @@ from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
-from driftline.checks.text.tokenise import BIGRAM_SEPARATOR, Tokenised, Vocabulary, text_series, tokenise
+from driftline.checks.text.tokenise import (
+    BIGRAM_SEPARATOR,
+    Tokenised,
+    Vocabulary,
+    reference_vocabularies,
+    text_series,
+    tokenise,
+)
 
 OTHER = "<other>"
 STATISTICS = ("psi", "jensen_shannon")
@@ -104,14 +111,7 @@ class _TermDrift(Check):
         return Vocabulary.of_unigrams(texts) if self.ngram == 1 else Vocabulary.of_bigrams(texts)
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
-        targets = self.feature_columns(columns, "text")
-        profile: dict[str, Any] = {}
-        for column in targets:
-            try:
-                profile[column] = self.vocabulary(text_series(reference, column))
-            except CheckInputError as exc:
-                profile[column] = f"reference: {exc}"
-        return profile
+        return reference_vocabularies(reference, self.feature_columns(columns, "text"), self.vocabulary)
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         if not profile:

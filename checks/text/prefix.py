@@ -26,7 +26,7 @@ from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 from driftline.checks.text.evaluator import ModelCheck, call_model, wilson_interval
-from driftline.checks.text.tokenise import Vocabulary, text_series
+from driftline.checks.text.tokenise import Vocabulary, reference_vocabularies, text_series
 
 
 @register
@@ -56,13 +56,7 @@ class UniversalPrefix(ModelCheck):
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
         targets = self.feature_columns(columns, "text")
-        profile: dict[str, Any] = {}
-        for column in targets:
-            try:
-                profile[column] = Vocabulary.of_unigrams(text_series(reference, column))
-            except CheckInputError as exc:
-                profile[column] = f"reference: {exc}"
-        return profile
+        return reference_vocabularies(reference, targets, Vocabulary.of_unigrams)
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         if not profile:

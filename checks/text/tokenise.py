@@ -19,7 +19,7 @@ one text with Python's `re` (used by the perturbations).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,3 +169,17 @@ class Vocabulary:
         frame = pd.DataFrame({"term": self.counts.index.astype(str), "count": self.counts.to_numpy()})
         frame = frame.sort_values(["count", "term"], ascending=[False, True], kind="stable").head(n)
         return pd.Series(frame["count"].to_numpy(), index=pd.Index(frame["term"], dtype=object))
+
+
+def reference_vocabularies(
+    reference: pd.DataFrame, columns: Iterable[str], build: Callable[[pd.Series], Vocabulary]
+) -> dict[str, Vocabulary | str]:
+    """A profile of text checks: `build`'s vocabulary of each text column of the reference, or the
+    reason it could not be read (reported as that column's error)."""
+    profile: dict[str, Vocabulary | str] = {}
+    for column in columns:
+        try:
+            profile[column] = build(text_series(reference, column))
+        except CheckInputError as exc:
+            profile[column] = f"reference: {exc}"
+    return profile
