@@ -121,7 +121,8 @@ def _run_dict(row: Any) -> dict[str, Any]:
 
 
 def _fold_results(rows: Any) -> list[dict[str, Any]]:
-    """Group metric rows into result dicts keyed by (check, target)."""
+    """Group metric rows into result dicts keyed by (check, target); a result's `details` are stored
+    on one of its rows (the others hold `{}`), so they are merged."""
     results: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
         result = results.get((row["check"], row["target"]))
@@ -129,6 +130,8 @@ def _fold_results(rows: Any) -> list[dict[str, Any]]:
             result = {"check": row["check"], "target": row["target"], "metrics": {}, "thresholds": {}}
             result.update({name: row[name] for name in RESULT_FIELDS})
             results[(row["check"], row["target"])] = result
+        else:
+            result["details"] = {**(result["details"] or {}), **(row["details"] or {})}
         if row["metric"] != NO_METRIC:
             result["metrics"][row["metric"]] = row["value"]
             if row["thresholds"] is not None:

@@ -259,7 +259,9 @@ def _unique_rows(
 
 
 def _metric_rows(result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """The stored rows of one result: one per metric, or one `NO_METRIC` row when it has none."""
+    """The stored rows of one result: one per metric, or one `NO_METRIC` row when it has none. The
+    result's `details` go on its first row only (the others hold `{}`): stored once per result, not
+    once per metric."""
     check, target = result["check"], result["target"]
     common = {
         "check": check,
@@ -276,12 +278,13 @@ def _metric_rows(result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     thresholds = result.get("thresholds") or {}
     if not metrics:
         yield {**common, "metric": NO_METRIC, "value": None, "thresholds": None}
-    for metric, value in metrics.items():
+    for position, (metric, value) in enumerate(metrics.items()):
         yield {
             **common,
             "metric": metric,
             "value": _number(value, check, target, metric),
             "thresholds": json_safe(thresholds.get(metric)),
+            **({"details": {}} if position else {}),
         }
 
 

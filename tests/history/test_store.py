@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
@@ -337,3 +338,25 @@ def test_a_running_run_with_a_recent_heartbeat_is_alive_and_a_silent_one_is_aban
     assert mark_abandoned(store, "m") == 0
     [closed] = [r for r in list_runs(store, "m") if r["id"] == silent]
     assert closed["status"] == "abandoned" and "no heartbeat" in closed["details"]["reason"]
+
+
+def test_details_are_stored_once_per_result_and_read_back_whole(store: Engine) -> None:
+    """Three metrics, one copy of the details; re-ordered metrics on a re-record keep one copy."""
+    result = {**drift("age", 0.25), "metrics": {"psi": 0.25, "ks_pvalue": 0.5, "ks_statistic": 0.1}}
+    result["details"] = {"bins": 10, "edges": list(range(11))}
+    record(store, [result])
+    with store.connect() as conn:
+        stored = [row[0] for row in conn.execute(text("SELECT details FROM results ORDER BY id"))]
+    parsed = [row if isinstance(row, dict) else json.loads(row) for row in stored]
+    assert sorted(map(len, parsed)) == [0, 0, 2]
+    (read,) = latest_results(store, "m")
+    assert read["details"] == result["details"] and set(read["metrics"]) == {
+        "psi",
+        "ks_pvalue",
+        "ks_statistic",
+    }
+
+    reordered = {**result, "metrics": {"ks_statistic": 0.2, "psi": 0.3, "ks_pvalue": 0.4}}
+    record(store, [reordered])
+    (read,) = latest_results(store, "m")
+    assert read["details"] == result["details"] and read["metrics"]["psi"] == 0.3
