@@ -3,6 +3,7 @@ demo's census data."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -11,6 +12,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Set Prefect's logging up before any test runs a command through `CliRunner`.
+
+    Prefect binds its console handler to `sys.stderr` as it is when its logging is first set up. Were
+    that inside a `CliRunner.invoke`, the handler would keep the runner's stream, closed once the
+    command returns, and every later Prefect log line would fail on a closed file.
+    """
+    with contextlib.suppress(ImportError):  # the core without the prefect extra has nothing to set up
+        import prefect.main  # noqa: F401  (sets Prefect's logging up on import)
+
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "DRIFTLINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
