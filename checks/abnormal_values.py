@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -87,6 +87,20 @@ class _RangeCheck(AbnormalCheck):
             "inf_rows": int(np.isinf(x).sum()),
         }
         return Flags(failing=below | above, usable=~np.isnan(x), details=details)
+
+    mergeable: ClassVar[bool] = True
+
+    def _partial_flag(
+        self, current: pd.DataFrame, target: str, profile: dict[str, float]
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+        flags = self._flag(current, target, profile)
+        counts = {k: flags.details[k] for k in ("below_rows", "above_rows", "inf_rows")}
+        return flags.failing, flags.usable, counts
+
+    def _counted_flags(
+        self, counts: dict[str, int], profile: dict[str, float], rows: int
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        return {}, {**profile, **{k: counts[k] for k in ("below_rows", "above_rows", "inf_rows")}}
 
 
 @register

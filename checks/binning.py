@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -258,3 +259,148 @@ def wasserstein_1d(points: np.ndarray, weights: np.ndarray, values: np.ndarray) 
     cdf_points = np.r_[0.0, cumulative][np.searchsorted(points, at, side="right")] / cumulative[-1]
     cdf_values = np.searchsorted(values, at, side="right") / len(values)
     return float(np.sum(np.abs(cdf_points - cdf_values) * steps))
+
+
+# --- mergeable batch summaries (partitioned batches) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NumericCounts:
+    """What the PSI, the KS statistic and the range details of one numeric column need of a batch,
+    as counts that add up across partitions: counts in the reference bins, counts <= and < each
+    sketch point, values below the reference minimum or above its maximum, the finite extremes.
+
+    `NumericSketch.ks` compares the reference sketch with the batch at the sketch points only, so the
+    KS statistic from these counts equals the single-machine one exactly (same integers, same m).
+    """
+
+    bins: np.ndarray
+    count_le: np.ndarray
+    count_lt: np.ndarray
+    below: int
+    above: int
+    present: int
+    dropped: int
+    inf_rows: int
+    finite_min: float
+    finite_max: float
+
+    @classmethod
+    def from_values(cls, present: np.ndarray, dropped: int, sketch: NumericSketch) -> NumericCounts:
+        """Count one partition's present values (NaN already removed) against the reference sketch."""
+        ordered = np.sort(present)
+        finite = ordered[np.isfinite(ordered)]
+        return cls(
+            bins=bin_counts(ordered, sketch.edges),
+            count_le=np.searchsorted(ordered, sketch.points, side="right"),
+            count_lt=np.searchsorted(ordered, sketch.points, side="left"),
+            below=int(np.searchsorted(ordered, sketch.minimum, side="left")),
+            above=int(len(ordered) - np.searchsorted(ordered, sketch.maximum, side="right")),
+            present=len(ordered),
+            dropped=dropped,
+            inf_rows=int(np.isinf(ordered).sum()),
+            finite_min=float(finite[0]) if len(finite) else np.inf,
+            finite_max=float(finite[-1]) if len(finite) else -np.inf,
+        )
+
+    def merge(self, other: NumericCounts) -> NumericCounts:
+        """Counts of the union of two partitions."""
+        return NumericCounts(
+            bins=self.bins + other.bins,
+            count_le=self.count_le + other.count_le,
+            count_lt=self.count_lt + other.count_lt,
+            below=self.below + other.below,
+            above=self.above + other.above,
+            present=self.present + other.present,
+            dropped=self.dropped + other.dropped,
+            inf_rows=self.inf_rows + other.inf_rows,
+            finite_min=min(self.finite_min, other.finite_min),
+            finite_max=max(self.finite_max, other.finite_max),
+        )
+
+    def ks(self, sketch: NumericSketch) -> tuple[float, float]:
+        """KS statistic and p-value against the reference sketch, as `NumericSketch.ks` computes them."""
+        m = self.present
+        stat = max(
+            float(np.max(np.abs(sketch.count_le / sketch.n - self.count_le / m))),
+            float(np.max(np.abs(sketch.count_lt / sketch.n - self.count_lt / m))),
+        )
+        return stat, ks_pvalue(stat, sketch.n, m)
+
+    @property
+    def finite_range(self) -> list[float] | None:
+        """[smallest, largest] finite value, None when there is none."""
+        return [self.finite_min, self.finite_max] if self.finite_min <= self.finite_max else None
+
+
+@dataclass(frozen=True)
+class ImpactSums:
+    """Per-group sums behind `checks.impact.model_impact`, mergeable across partitions.
+
+    `mode` is "loss" (labels present: per-row 0/1 error or absolute error), "prediction" (no labels:
+    the mean prediction) or "none". `table` is indexed by group key with columns `rows` (all rows),
+    `count` (rows with a usable loss or prediction) and `total` (their sum).
+    """
+
+    mode: str
+    table: pd.DataFrame
+
+    @staticmethod
+    def row_values(frame: pd.DataFrame, columns: Any) -> tuple[str, np.ndarray | None]:
+        """The mode and the per-row values the sums add up (computed once per partition)."""
+        from driftline.checks.impact import _row_loss
+
+        loss = _row_loss(frame, columns)
+        if loss is not None:
+            return "loss", loss
+        pred_col = columns.score or columns.prediction
+        if pred_col and pred_col in frame and pd.api.types.is_numeric_dtype(frame[pred_col]):
+            return "prediction", frame[pred_col].to_numpy(dtype=float)
+        return "none", None
+
+    @classmethod
+    def from_codes(
+        cls, row_values: tuple[str, np.ndarray | None], codes: np.ndarray, labels: list[Any]
+    ) -> ImpactSums:
+        """Sums of one partition (`row_values` from `row_values`), row i in group `labels[codes[i]]`
+        (labels may repeat: their sums are added)."""
+        mode, values = row_values
+        k = len(labels)
+        data = {"rows": np.bincount(codes, minlength=k).astype(np.int64)}
+        if values is not None:
+            ok = ~np.isnan(values)
+            data["count"] = np.bincount(codes[ok], minlength=k).astype(np.int64)
+            data["total"] = np.bincount(codes[ok], weights=values[ok], minlength=k)
+        else:
+            data["count"] = np.zeros(k, dtype=np.int64)
+            data["total"] = np.zeros(k)
+        table = pd.DataFrame(data, index=pd.Index(labels, dtype=object))
+        if table.index.has_duplicates:
+            table = table.groupby(level=0, sort=False, dropna=False).sum()
+        return cls(mode, table)
+
+    def merge(self, other: ImpactSums) -> ImpactSums:
+        """Sums of the union of two partitions (the mode of the first with data)."""
+        table = pd.concat([self.table, other.table]).groupby(level=0, sort=False, dropna=False).sum()
+        return ImpactSums(self.mode if self.mode != "none" else other.mode, table)
+
+    def impact(self, failing_keys: Any) -> float | None:
+        """`model_impact` of the rows whose group is in `failing_keys` against all other rows."""
+        failing = self.table.index.isin(list(failing_keys))
+        rows = self.table["rows"].to_numpy()
+        n_fail, n_all = int(rows[failing].sum()), int(rows.sum())
+        if n_fail == 0 or n_fail == n_all or self.mode == "none":
+            return None
+        count, total = self.table["count"].to_numpy(), self.table["total"].to_numpy()
+        fail_n, pass_n = int(count[failing].sum()), int(count[~failing].sum())
+        if self.mode == "loss":
+            if fail_n == 0 or pass_n == 0:
+                return None
+            return float(total[failing].sum() / fail_n - total[~failing].sum() / pass_n)
+        fail_mean = total[failing].sum() / fail_n if fail_n else np.nan
+        pass_mean = total[~failing].sum() / pass_n if pass_n else np.nan
+        return float(abs(fail_mean - pass_mean))
+
+    def failing_rows(self, failing_keys: Any) -> int:
+        """Rows in the groups `failing_keys`."""
+        return int(self.table["rows"].to_numpy()[self.table.index.isin(list(failing_keys))].sum())

@@ -23,6 +23,8 @@ from driftline.checks.binning import (
     DEFAULT_SMOOTHING,
     UNSEEN,
     CategoryCounts,
+    ImpactSums,
+    NumericCounts,
     NumericSketch,
     bin_counts,
     chi_square,
@@ -205,11 +207,41 @@ class _DistributionDrift(Check):
             details["ks_exact"] = sketch.exact
         return metrics, details
 
+    def compare_numeric_counts(
+        self, sketch: NumericSketch, counts: NumericCounts, target: str, tests: frozenset[str] = frozenset()
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """`compare_numeric` from a batch's merged `NumericCounts` (PSI and KS; not Wasserstein)."""
+        self.require_rows(counts.present, target)
+        metrics = {"psi": psi(sketch.counts, counts.bins, self.smoothing)}
+        if "ks" in tests:
+            metrics["ks_statistic"], metrics["ks_pvalue"] = counts.ks(sketch)
+        details = {
+            "bins": len(sketch.counts),
+            "edges": sketch.edges.tolist(),
+            "reference_shares": (sketch.counts / sketch.n).tolist(),
+            "current_shares": (counts.bins / counts.present).tolist(),
+            "out_of_range_share": float((counts.below + counts.above) / counts.present),
+            "reference_range": _finite_range(sketch.points),
+            "current_range": counts.finite_range,
+            "reference_rows": sketch.n,
+            "dropped_rows": counts.dropped,
+            "inf_rows": counts.inf_rows,
+        }
+        if "ks" in tests:
+            details["ks_exact"] = sketch.exact
+        return metrics, details
+
     def compare_categories(
         self, summary: CategoryCounts, values: pd.Series, target: str, chi2: bool = False
     ) -> tuple[dict[str, float], dict[str, Any]]:
         """PSI over the reference categories plus a pooled bin for unseen ones (and the chi-square test)."""
         counts, dropped = value_counts(values)
+        return self.compare_category_counts(summary, counts, dropped, target, chi2)
+
+    def compare_category_counts(
+        self, summary: CategoryCounts, counts: pd.Series, dropped: int, target: str, chi2: bool = False
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """`compare_categories` from the batch's category counts (string keys) and missing values."""
         self.require_rows(int(counts.sum()), target)
         ref, cur, unseen_names, unseen = summary.align(counts)
         metrics = {"psi": psi(ref, cur, self.smoothing)}
@@ -243,6 +275,41 @@ def _largest_changes(
     return {names[i]: {"reference": float(ref_share[i]), "current": float(cur_share[i])} for i in order}
 
 
+@dataclass(frozen=True)
+class CategoryTally:
+    """A batch's category counts (string keys, in order of first appearance) and missing values."""
+
+    counts: pd.Series
+    dropped: int
+
+    def merge(self, other: CategoryTally) -> CategoryTally:
+        """Counts of the union of two partitions, first-appearance order kept."""
+        counts = pd.concat([self.counts, other.counts]).groupby(level=0, sort=False).sum()
+        return CategoryTally(counts, self.dropped + other.dropped)
+
+
+@dataclass(frozen=True)
+class TargetPartial:
+    """One target's mergeable state over one or more partitions of a batch: the row count, the
+    batch counts, the model-impact sums per bin or category, or the problem that stops the target."""
+
+    rows: int
+    counts: NumericCounts | CategoryTally | None = None
+    impact: ImpactSums | None = None
+    problem: tuple[str, str] | None = None
+
+    def merge(self, other: TargetPartial) -> TargetPartial:
+        """State of the union of two partitions; the first problem met wins."""
+        problem = self.problem or other.problem
+        both = problem is None and self.counts is not None and other.counts is not None
+        return TargetPartial(
+            rows=self.rows + other.rows,
+            counts=self.counts.merge(other.counts) if both else (self.counts or other.counts),
+            impact=self.impact.merge(other.impact) if both and self.impact and other.impact else None,
+            problem=problem,
+        )
+
+
 @dataclass(kw_only=True)
 class _FeatureDrift(_DistributionDrift):
     """Feature drift with model impact: the performance gap of rows in over-represented bins."""
@@ -261,6 +328,97 @@ class _FeatureDrift(_DistributionDrift):
 
     def over_represented(self, values: pd.Series, summary: Any) -> np.ndarray:
         """Mask of the batch rows that fall in a bin whose share grew from the reference."""
+        raise NotImplementedError
+
+    # --- partitioned batches: partial -> merge -> finish --------------------------------------------
+
+    # Whether the check can be evaluated partition by partition and merged (see `partial`).
+    mergeable: ClassVar[bool] = False
+
+    def merge_limit(self) -> str | None:
+        """Why this configuration cannot be merged across partitions, or None when it can."""
+        return None if self.mergeable else f"{self.name} has no mergeable evaluation"
+
+    def partial(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> dict[str, Any]:
+        """Mergeable state of one partition of the batch, per target."""
+        row_values = ImpactSums.row_values(current, columns) if self.compute_impact else ("none", None)
+        return {
+            t: self._partial_target(current, t, summary, columns, row_values)
+            for t, summary in profile.items()
+        }
+
+    def _partial_target(
+        self,
+        current: pd.DataFrame,
+        target: str,
+        summary: Any,
+        columns: Columns,
+        row_values: tuple[str, np.ndarray | None],
+    ) -> TargetPartial:
+        rows = len(current)
+        if isinstance(summary, _Unusable):
+            return TargetPartial(rows)
+        try:
+            values = self.values(current, target, columns)
+            counts, codes, labels = self.partial_counts(summary, values, target)
+        except CheckInputError as exc:
+            return TargetPartial(rows, problem=("error", str(exc)))
+        except NotApplicable as exc:
+            return TargetPartial(rows, problem=("skipped", str(exc)))
+        impact = ImpactSums.from_codes(row_values, codes, labels) if self.compute_impact else None
+        return TargetPartial(rows, counts, impact)
+
+    def partial_counts(self, summary: Any, values: pd.Series, target: str) -> tuple[Any, np.ndarray, list]:
+        """One partition's batch counts, and each row's group (bin or category) for the impact sums."""
+        raise NotImplementedError
+
+    def merge(self, states: list[dict[str, Any]]) -> dict[str, Any]:
+        """The state of the whole batch from the states of its partitions (in partition order)."""
+        merged = dict(states[0])
+        for state in states[1:]:
+            for target, part in state.items():
+                merged[target] = merged[target].merge(part)
+        return merged
+
+    def finish(self, state: dict[str, Any], profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
+        """The results `evaluate` gives on the whole batch, from its merged state."""
+        return [self._finish_target(t, summary, state[t]) for t, summary in profile.items()]
+
+    def _finish_target(self, target: str, summary: Any, part: TargetPartial) -> CheckResult:
+        rows = part.rows
+        if isinstance(summary, _Unusable):
+            make = CheckResult.skipped if summary.skipped else CheckResult.error
+            return make(self.name, target, summary.reason, rows=rows)
+        if part.problem is not None:
+            make = CheckResult.skipped if part.problem[0] == "skipped" else CheckResult.error
+            return make(self.name, target, part.problem[1], rows=rows)
+        try:
+            metrics, details = self.compare_counts(summary, part.counts, target)
+        except CheckInputError as exc:
+            return CheckResult.error(self.name, target, str(exc), rows=rows)
+        except NotApplicable as exc:
+            return CheckResult.skipped(self.name, target, str(exc), rows=rows)
+        severity = self.severity(metrics)
+        failing, impact = None, None
+        if severity != "none" and self.compute_impact and part.impact is not None:
+            grown = self.grown_groups(summary, part.counts)
+            failing, impact = part.impact.failing_rows(grown), part.impact.impact(grown)
+        return self.result(
+            target,
+            metrics,
+            rows=rows,
+            failing_rows=failing,
+            model_impact=impact,
+            details=details,
+            severity=severity,
+        )
+
+    def compare_counts(self, summary: Any, counts: Any, target: str) -> tuple[dict, dict]:
+        """Metrics and details from the merged batch counts (as `compare` from the values)."""
+        raise NotImplementedError
+
+    def grown_groups(self, summary: Any, counts: Any) -> list[Any]:
+        """The bins or categories whose share grew from the reference (the failing rows' groups)."""
         raise NotImplementedError
 
 
@@ -297,6 +455,29 @@ class NumericDrift(_FeatureDrift):
     def compare(self, summary: NumericSketch, values: pd.Series, target: str) -> tuple[dict, dict]:
         return self.compare_numeric(summary, values, target, frozenset(self.tests))
 
+    mergeable: ClassVar[bool] = True
+
+    def merge_limit(self) -> str | None:
+        if "wasserstein" in self.tests:
+            return "the Wasserstein distance needs every batch value: it is not mergeable across partitions"
+        return None
+
+    def partial_counts(
+        self, summary: NumericSketch, values: pd.Series, target: str
+    ) -> tuple[NumericCounts, np.ndarray, list]:
+        present, dropped = present_values(values, target)
+        raw = values.to_numpy(dtype=float, na_value=np.nan)
+        k = len(summary.counts)
+        codes = np.where(np.isnan(raw), k, summary.bin_index(raw))
+        return NumericCounts.from_values(present, dropped, summary), codes, [*range(k), None]
+
+    def compare_counts(self, summary: NumericSketch, counts: NumericCounts, target: str) -> tuple[dict, dict]:
+        return self.compare_numeric_counts(summary, counts, target, frozenset(self.tests))
+
+    def grown_groups(self, summary: NumericSketch, counts: NumericCounts) -> list[Any]:
+        grew = counts.bins / max(counts.present, 1) > summary.counts / summary.n
+        return np.flatnonzero(grew).tolist()
+
     def over_represented(self, values: pd.Series, summary: NumericSketch) -> np.ndarray:
         raw = values.to_numpy(dtype=float, na_value=np.nan)
         present = ~np.isnan(raw)
@@ -323,6 +504,27 @@ class CategoricalDrift(_FeatureDrift):
 
     def compare(self, summary: CategoryCounts, values: pd.Series, target: str) -> tuple[dict, dict]:
         return self.compare_categories(summary, values, target, chi2=True)
+
+    mergeable: ClassVar[bool] = True
+
+    def partial_counts(
+        self, summary: CategoryCounts, values: pd.Series, target: str
+    ) -> tuple[CategoryTally, np.ndarray, list]:
+        counts, dropped = value_counts(values)
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        codes = np.where(codes < 0, len(uniques), codes)
+        return CategoryTally(counts, dropped), codes, [*map(str, uniques), None]
+
+    def compare_counts(
+        self, summary: CategoryCounts, counts: CategoryTally, target: str
+    ) -> tuple[dict, dict]:
+        return self.compare_category_counts(summary, counts.counts, counts.dropped, target, chi2=True)
+
+    def grown_groups(self, summary: CategoryCounts, counts: CategoryTally) -> list[Any]:
+        ref_share = pd.Series(summary.counts / summary.n, index=list(summary.categories))
+        cur_share = counts.counts / counts.counts.sum()
+        grew = cur_share.to_numpy() > ref_share.reindex(cur_share.index, fill_value=0).to_numpy()
+        return list(cur_share.index[grew])
 
     def over_represented(self, values: pd.Series, summary: CategoryCounts) -> np.ndarray:
         counts, _ = value_counts(values)

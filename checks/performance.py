@@ -294,6 +294,121 @@ class OverallMetrics(Check):
         }
         return self.result(name, metrics, rows=rows, details=details)
 
+    # --- partitioned batches: partial -> merge -> finish --------------------------------------------
+    #
+    # Accuracy and F1 merge as confusion counts, MAE / RMSE / log loss as sums of per-row losses; AUC
+    # has no exact mergeable form, so its partial state gathers the labels and scores (two columns,
+    # not the batch) and computes it once at the end.
+
+    mergeable: ClassVar[bool] = True
+
+    def merge_limit(self) -> str | None:
+        """Every metric of this check merges (AUC by gathering labels and scores)."""
+        return None
+
+    def partial(self, current: pd.DataFrame, profile: OverallProfile, columns: Columns) -> dict[str, Any]:
+        """Mergeable state of one partition: per metric, its counts or sums (or an error)."""
+        out = self._outputs(current, columns, profile.setup)
+        metrics: dict[str, tuple] = {}
+        for name in profile.reference:
+            try:
+                metrics[name] = _partial_metric(name, out, profile.setup, self.threshold)
+            except CheckInputError as exc:
+                metrics[name] = ("error", str(exc))
+        return {"rows": len(current), "used": len(out.truth), "dropped": out.dropped, "metrics": metrics}
+
+    def merge(self, states: list[dict[str, Any]]) -> dict[str, Any]:
+        """The state of the whole batch from the states of its partitions."""
+        metrics = {name: _merge_metric([s["metrics"][name] for s in states]) for name in states[0]["metrics"]}
+        totals = {key: sum(s[key] for s in states) for key in ("rows", "used", "dropped")}
+        return {**totals, "metrics": metrics}
+
+    def finish(self, state: dict[str, Any], profile: OverallProfile, columns: Columns) -> list[CheckResult]:
+        """The results `evaluate` gives on the whole batch, from its merged state."""
+        rows = state["rows"]
+        if state["used"] == 0:
+            raise CheckInputError(f"label {columns.label!r}: no batch row with a label and a model output")
+        table = _metric_table(profile.setup)
+        out = _Outputs(truth=np.empty(0), predicted=None, scores=None, dropped=state["dropped"])
+        results = []
+        for name in profile.reference:
+            part = state["metrics"][name]
+            if part[0] == "error":
+                results.append(CheckResult.error(self.name, name, part[1], rows=rows))
+                continue
+            higher_is_better, compute = table[name]
+            if part[0] == "gather":
+                gathered = _Outputs(truth=part[1], predicted=None, scores=part[2], dropped=0)
+                metric = (higher_is_better, lambda _o, s, t, g=gathered, c=compute: c(g, s, t))
+            else:
+                metric = (higher_is_better, lambda *_, p=part: _finished_metric(p))
+            results.append(self._metric(name, metric, out, profile, rows))
+        return results
+
+
+def _partial_metric(name: str, out: _Outputs, setup: _Setup, threshold: float) -> tuple:
+    """One metric's mergeable state over one partition's prepared outputs."""
+    n = len(out.truth)
+    if name == "auc":
+        return ("gather", out.truth, out.scores)
+    if setup.task == "regression":
+        error = out.truth - out.scores[:, 0]
+        if name == "mae":
+            return ("mean", float(np.sum(np.abs(error))), n)
+        return ("rmse", float(np.sum(error**2)), n)
+    if name == "log_loss":
+        if n == 0:
+            return ("mean", 0.0, 0)
+        _, compute = _metric_table(setup)[name]
+        return ("mean", compute(out, setup, threshold) * n, n)
+    if setup.task == "binary":
+        positive = out.truth == setup.positive
+        predicted = _predicted_positive(out, setup, threshold)
+        if name == "accuracy":
+            return ("mean", int(np.count_nonzero(positive == predicted)), n)
+        return (
+            "f1",
+            int(np.count_nonzero(positive & predicted)),
+            int(np.count_nonzero(positive ^ predicted)),
+        )
+    predicted = _predicted_class(out, setup, threshold)
+    if name == "accuracy":
+        return ("mean", int(np.count_nonzero(out.truth == predicted)), n)
+    pairs = pd.Series(1, index=pd.MultiIndex.from_arrays([out.truth, predicted])).groupby(level=[0, 1]).sum()
+    return ("confusion", pairs)
+
+
+def _merge_metric(parts: list[tuple]) -> tuple:
+    """Add up one metric's partition states; the first error stands for the whole metric."""
+    errors = [p for p in parts if p[0] == "error"]
+    if errors:
+        return errors[0]
+    kind = parts[0][0]
+    if kind == "gather":
+        return ("gather", np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]))
+    if kind == "confusion":
+        return ("confusion", pd.concat([p[1] for p in parts]).groupby(level=[0, 1]).sum())
+    return (kind, sum(p[1] for p in parts), sum(p[2] for p in parts))
+
+
+def _finished_metric(part: tuple) -> float:
+    """The metric value from its merged state."""
+    kind = part[0]
+    if kind == "mean":
+        return float(part[1] / part[2]) if part[2] else float("nan")
+    if kind == "rmse":
+        return float(np.sqrt(part[1] / part[2])) if part[2] else float("nan")
+    if kind == "f1":
+        tp, wrong = part[1], part[2]
+        return float(tp / (tp + wrong / 2)) if tp + wrong else 0.0
+    pairs: pd.Series = part[1]
+    classes = np.unique(np.r_[pairs.index.get_level_values(0), pairs.index.get_level_values(1)])
+    k = len(classes)
+    truth = np.searchsorted(classes, pairs.index.get_level_values(0))
+    predicted = np.searchsorted(classes, pairs.index.get_level_values(1))
+    counts = np.bincount(truth * k + predicted, weights=pairs.to_numpy(), minlength=k * k).astype(np.int64)
+    return float(macro_from_counts(counts, n_classes=k, kind="f1", average="macro"))
+
 
 # --- calibration ----------------------------------------------------------------------------------------
 

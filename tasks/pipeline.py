@@ -253,8 +253,8 @@ def _evaluate(
     if spec.labels is not None:
         summary.labels = _late_labels(spec, batch.batch_id, prepared, cache, driver)
     if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
-        summary.retraining = driver.retrain(spec, _retrain_request(spec, summary, ref_hash), state_dir)
-    summary.figures = _report(spec, summary, figure_dir, driver)
+        summary.retraining = driver.retrain(spec, retrain_request(spec, summary, ref_hash), state_dir)
+    summary.figures = publish_report(spec, summary, figure_dir, driver)
     driver.logger.info(
         "monitor %s batch %s: %s (worst severity %s)", spec.name, batch.batch_id, summary.status, worst
     )
@@ -283,7 +283,8 @@ def _late_labels(
     return [join.to_dict() for join in joins]
 
 
-def _retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> RetrainRequest:
+def retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> RetrainRequest:
+    """What a retraining trigger is told: the monitor, the batch, the reference and the worst results."""
     assert spec.retrain is not None
     failing = summary.failing(spec.retrain.min_severity)[:10]
     return RetrainRequest(
@@ -301,7 +302,7 @@ def report_dir(spec: MonitorSpec, batch_id: str) -> Path:
     return spec.base_dir / ".driftline" / "reports" / spec.name / batch_id
 
 
-def _report(spec: MonitorSpec, summary: RunSummary, figure_dir: Path, driver: Driver) -> list[str]:
+def publish_report(spec: MonitorSpec, summary: RunSummary, figure_dir: Path, driver: Driver) -> list[str]:
     """The run's HTML report and figures, published by the engine; a failure here is logged, never
     fatal (the run is stored)."""
     try:

@@ -45,12 +45,83 @@ def read_table(path: Path) -> pd.DataFrame:
 
 def list_batch_ids(template: str) -> list[str]:
     """Batch ids matching a path template with a `{batch}` placeholder, sorted (oldest first)."""
+    if is_partitioned(template):
+        return _partitioned_batch_ids(template)
     if BATCH_PLACEHOLDER not in template:
         return [Path(template).stem] if Path(template).exists() else []
     prefix, suffix = template.split(BATCH_PLACEHOLDER, 1)
     pattern = re.compile(re.escape(prefix) + "(.+?)" + re.escape(suffix) + "$")
     ids = [m.group(1) for p in glob.glob(prefix + "*" + suffix) if (m := pattern.match(p))]
     return sorted(ids, key=_natural_key)
+
+
+# --- partitioned batches: a directory or a glob of Parquet files per batch -----------------------------
+
+GLOB_CHARACTERS = frozenset("*?[")
+PARTITION_SUFFIXES = (".parquet", ".pq")
+
+
+def is_partitioned(template: str) -> bool:
+    """Whether a batch path template names a set of Parquet partitions rather than one file: it has
+    glob characters (`data/{batch}/*.parquet`) or ends with a slash (`data/{batch}/`)."""
+    return bool(GLOB_CHARACTERS & set(template)) or template.endswith(("/", "\\"))
+
+
+def _partitioned_batch_ids(template: str) -> list[str]:
+    """Batch ids of a partitioned template: the values of `{batch}` for which a partition exists."""
+    if BATCH_PLACEHOLDER not in template:
+        return [Path(template.rstrip("/")).name or "batch"] if partition_paths(template) else []
+    prefix, suffix = template.split(BATCH_PLACEHOLDER, 1)
+    head = suffix.partition("/")[0]
+    if "/" not in suffix or GLOB_CHARACTERS & set(head):
+        raise SourceError(f"{template!r}: in a partitioned batch path, {BATCH_PLACEHOLDER} names a folder")
+    pattern = re.compile(re.escape(prefix) + "([^/]+?)" + re.escape(head) + "$")
+    ids = {
+        m.group(1)
+        for p in glob.glob(prefix + "*" + head)
+        if (m := pattern.match(p)) and partition_paths(template.replace(BATCH_PLACEHOLDER, m.group(1)))
+    }
+    return sorted(ids, key=_natural_key)
+
+
+def partition_paths(pattern: str) -> list[Path]:
+    """The Parquet files of one batch (a glob, or every Parquet file under a directory), in natural
+    order of their paths."""
+    if pattern.endswith(("/", "\\")) or Path(pattern).is_dir():
+        root = Path(pattern)
+        found = [p for p in root.rglob("*") if p.suffix.lower() in PARTITION_SUFFIXES and p.is_file()]
+    else:
+        found = [Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file()]
+    return sorted(found, key=lambda p: _natural_key(str(p)))
+
+
+def batch_partitions(template: str, batch_id: str | None) -> tuple[str, list[Path]]:
+    """The batch id (the newest when None) and its partition files; none found is a `SourceError`."""
+    if batch_id is None:
+        ids = list_batch_ids(template)
+        if not ids:
+            raise SourceError(f"no batch partitions match {template!r}")
+        batch_id = ids[-1]
+    paths = partition_paths(template.replace(BATCH_PLACEHOLDER, batch_id))
+    if not paths:
+        raise SourceError(f"batch {batch_id!r}: no Parquet partition matches {template!r}")
+    unsupported = [p for p in paths if p.suffix.lower() not in PARTITION_SUFFIXES]
+    if unsupported:
+        raise SourceError(f"{unsupported[0]}: partitions must be Parquet files (.parquet)")
+    return batch_id, paths
+
+
+def partitions_time(batch_id: str, paths: list[Path]) -> datetime:
+    """The time a partitioned batch stands for: its id's date, else its newest partition's mtime."""
+    return batch_time_from_id(batch_id) or max(_file_time(p) for p in paths)
+
+
+def load_partitioned_batch(template: str, batch_id: str | None) -> Batch:
+    """Every partition of one batch read and concatenated in order (the single-process path)."""
+    batch_id, paths = batch_partitions(template, batch_id)
+    frames = [read_table(p) for p in paths]
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return Batch(batch_id, frame, partitions_time(batch_id, paths))
 
 
 def _natural_key(text: str) -> list[object]:
@@ -69,6 +140,8 @@ def batch_time_from_id(batch_id: str) -> datetime | None:
 
 def load_file_batch(template: str, batch_id: str | None) -> Batch:
     """The batch `batch_id` (the newest when None) from a path template."""
+    if is_partitioned(template):
+        return load_partitioned_batch(template, batch_id)
     if batch_id is None:
         ids = list_batch_ids(template)
         if not ids:

@@ -1,0 +1,75 @@
+"""The partitioned monitor as a Prefect flow: one Prefect task per Parquet partition, run on the flow's
+task runner (a Dask cluster through prefect-dask for batches larger than one machine's memory).
+
+Process-based runners must talk to a real Prefect server (`PREFECT_API_URL`): without one, every
+worker process starts a temporary server of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from prefect import flow, task
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from driftline.flows.prefect_driver import IN_MEMORY, PrefectDriver
+from driftline.tasks.partitioned import Partition, PartitionWork, run_partitioned
+from driftline.tasks.spec import load_spec
+
+# Dask worker memory cap of `dask_runner`'s local cluster: a partition and its states fit well within it.
+WORKER_MEMORY = "4GB"
+
+
+def prefect_mapper(
+    fn: Callable[..., Any], partitions: Sequence[Partition], work: PartitionWork
+) -> Iterator[Any]:
+    """One Prefect task per partition on the flow's task runner; states yielded in partition order."""
+    as_task = task(fn, name="partition", **IN_MEMORY)
+    futures = [
+        as_task.with_options(task_run_name=f"partition-{i}").submit(p, work) for i, p in enumerate(partitions)
+    ]
+    for future in futures:
+        yield future.result()
+
+
+@flow(name="driftline-partitioned", task_runner=ThreadPoolTaskRunner(max_workers=2))
+def partitioned_monitor(
+    spec_path: str, batch_id: str | None = None, alerts: bool = True, retrain: bool = True
+) -> dict[str, Any]:
+    """Run the monitor over one partitioned batch (the newest when `batch_id` is empty)."""
+    spec = load_spec(spec_path)
+    summary = run_partitioned(
+        spec, batch_id, driver=PrefectDriver(), mapper=prefect_mapper, alerts=alerts, retrain=retrain
+    )
+    return summary.to_dict()
+
+
+def dask_runner(address: str | None = None, n_workers: int = 2, memory_limit: str = WORKER_MEMORY) -> Any:
+    """A prefect-dask task runner: on the cluster at `address`, else on a local cluster of
+    `n_workers` single-threaded worker processes."""
+    from prefect_dask import DaskTaskRunner
+
+    if address:
+        return DaskTaskRunner(address=address)
+    cluster = {
+        "n_workers": n_workers,
+        "processes": True,
+        "threads_per_worker": 1,
+        "memory_limit": memory_limit,
+    }
+    return DaskTaskRunner(cluster_kwargs=cluster)
+
+
+def run_on_dask(
+    spec_path: str,
+    batch_id: str | None = None,
+    *,
+    address: str | None = None,
+    n_workers: int = 2,
+    alerts: bool = True,
+    retrain: bool = True,
+) -> dict[str, Any]:
+    """The partitioned flow with its partition tasks on a Dask cluster (see `dask_runner`)."""
+    runner = dask_runner(address, n_workers)
+    return partitioned_monitor.with_options(task_runner=runner)(spec_path, batch_id, alerts, retrain)
