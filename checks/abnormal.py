@@ -111,14 +111,22 @@ class AbnormalCheck(Check):
         flag: Callable[[str, Any], Flags],
     ) -> list[CheckResult]:
         """One result per noted issue and per profiled target; a target's bad input stays its own."""
-        rows = len(current)
+        return self._per_target(
+            profile, len(current), lambda target, tp: self._graded(current, target, flag(target, tp), columns)
+        )
+
+    def _per_target(
+        self, profile: dict[str, Any], rows: int, grade: Callable[[str, Any], CheckResult]
+    ) -> list[CheckResult]:
+        """The profile's noted issues, then `grade(target, target profile)` of every profiled target;
+        a target that does not apply or has bad input gets its own skipped or error result."""
         results = [
             CheckResult(check=self.name, target=target, status=status, reason=reason, rows=rows)
             for target, (status, reason) in profile["issues"].items()
         ]
         for target, target_profile in profile["targets"].items():
             try:
-                results.append(self._graded(current, target, flag(target, target_profile), columns))
+                results.append(grade(target, target_profile))
             except NotApplicable as exc:
                 results.append(CheckResult.skipped(self.name, target, str(exc), rows=rows))
             except CheckInputError as exc:
@@ -221,21 +229,9 @@ class AbnormalCheck(Check):
     def finish(self, state: dict[str, Any], profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         """The results `evaluate` gives on the whole batch, from its merged state."""
         rows = state["rows"]
-        results = [
-            CheckResult(check=self.name, target=target, status=status, reason=reason, rows=rows)
-            for target, (status, reason) in profile["issues"].items()
-        ]
-        for target, target_profile in profile["targets"].items():
-            part = state["targets"][target]
-            try:
-                results.append(self._graded_counts(target, target_profile, part, rows))
-            except NotApplicable as exc:
-                results.append(CheckResult.skipped(self.name, target, str(exc), rows=rows))
-            except CheckInputError as exc:
-                results.append(CheckResult.error(self.name, target, str(exc), rows=rows))
-        if not results:
-            raise NotApplicable(self._no_target_reason())
-        return results
+        return self._per_target(
+            profile, rows, lambda target, tp: self._graded_counts(target, tp, state["targets"][target], rows)
+        )
 
     def _graded_counts(self, target: str, profile: Any, part: AbnormalPartial, rows: int) -> CheckResult:
         """`_graded` from merged counts."""
