@@ -86,7 +86,12 @@ def _open_incidents(session: Session, monitor: str) -> dict[Key, Incident]:
 
 
 def newer_batch(session: Session, monitor: str, batch_id: str, batch_time: datetime) -> str | None:
-    """The id of the monitor's newest completed batch when it is newer than `batch_time`, else None."""
+    """The id of the monitor's newest completed batch when it is newer than `batch_time`, else None.
+
+    Takes the monitor's lock first (as `apply_incidents` does, in the same transaction), so no newer
+    batch can complete between this answer and the incident changes it allows.
+    """
+    _lock_monitor(session, monitor)
     completed = Run.status.not_in(RESTARTABLE)
     newest = session.execute(
         select(Run.batch_id, Run.batch_time)
@@ -106,18 +111,15 @@ def apply_incidents(
     batch_id: str,
     results: Iterable[Mapping[str, Any]],
     min_severity: str,
-    batch_time: datetime | None = None,
 ) -> list[IncidentChange]:
     """Open, escalate and resolve the monitor's incidents for one run; returns the changes.
 
     Runs inside the caller's transaction, holding a per-monitor lock on PostgreSQL until it commits,
-    so re-processing a batch (even concurrently) finds the incidents the first pass opened. With
-    `batch_time`, a batch older than the monitor's newest completed one changes nothing.
+    so re-processing a batch (even concurrently) finds the incidents the first pass opened. Whether
+    the batch is recent enough to change incidents at all is the caller's question (`newer_batch`).
     """
     threshold = severity_rank(min_severity)
     _lock_monitor(session, monitor)
-    if batch_time is not None and newer_batch(session, monitor, batch_id, batch_time) is not None:
-        return []
     incidents = _open_incidents(session, monitor)
     now = utcnow()
     pending: list[tuple[ChangeKind, Incident, str | None, dict[str, Any]]] = []

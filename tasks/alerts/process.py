@@ -161,18 +161,17 @@ def process_alerts(
             session, monitor=monitor, batch_id=batch_id, rules=config.rules, batch_time=batch_time
         )
         everything = [*results, *rule_results]
-        report.changes = apply_incidents(
-            session,
-            monitor=monitor,
-            batch_id=batch_id,
-            results=everything,
-            min_severity=config.min_severity,
-            batch_time=batch_time,
-        )
-        stale = batch_time is not None and not report.changes
-        newer = newer_batch(session, monitor, batch_id, batch_time) if stale else None
+        newer = newer_batch(session, monitor, batch_id, batch_time) if batch_time is not None else None
         if newer is not None:
             report.reasons.append(f"batch {batch_id} is older than batch {newer}: incidents left as they are")
+        else:
+            report.changes = apply_incidents(
+                session,
+                monitor=monitor,
+                batch_id=batch_id,
+                results=everything,
+                min_severity=config.min_severity,
+            )
         if report.changes and senders:
             send, held = active_mutes(session, monitor).split(report.changes)
             report.muted = len(held)
