@@ -211,24 +211,36 @@ def trend(
             "yes" if r.sustained else "",
         )
     console.print(table)
-    table = Table(title=f"latest values with |robust z| >= {z:g} against the previous {window} runs")
-    for name in ("check", "target", "metric", "batch", "value", "baseline median", "robust z"):
-        table.add_column(name)
-    for r in outliers.itertuples():
-        values = (r.value, r.baseline_median, r.robust_z)
-        table.add_row(
-            r.check, r.target, r.metric, str(r.batch_id), *(format_number(float(v)) for v in values)
+    console.print(
+        _series_table(
+            f"latest values with |robust z| >= {z:g} against the previous {window} runs",
+            outliers,
+            ("batch", "batch_id"),
+            {"value": "value", "baseline median": "baseline_median", "robust z": "robust_z"},
         )
-    console.print(table)
-    table = Table(title=f"level shifts in the last {runs} runs (strength > {shift_strength:g})")
-    for name in ("check", "target", "metric", "runs since", "before", "after", "strength"):
-        table.add_column(name)
-    for r in shifts.itertuples():
-        numbers = (r.before, r.after, r.strength)
-        table.add_row(
-            r.check, r.target, r.metric, str(r.runs_since), *(format_number(float(v)) for v in numbers)
+    )
+    console.print(
+        _series_table(
+            f"level shifts in the last {runs} runs (strength > {shift_strength:g})",
+            shifts,
+            ("runs since", "runs_since"),
+            {"before": "before", "after": "after", "strength": "strength"},
         )
-    console.print(table)
+    )
+
+
+def _series_table(title: str, frame: Any, label: tuple[str, str], numbers: dict[str, str]) -> Any:
+    """A rich table, one row per metric series of `frame`: check, target, metric, the `label` column
+    (heading, field), then the `numbers` columns (heading: field) formatted as numbers."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for name in ("check", "target", "metric", label[0], *numbers):
+        table.add_column(name)
+    for r in frame.itertuples():
+        values = (format_number(float(getattr(r, field))) for field in numbers.values())
+        table.add_row(r.check, r.target, r.metric, str(getattr(r, label[1])), *values)
+    return table
 
 
 @app.command()

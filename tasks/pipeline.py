@@ -205,13 +205,8 @@ def _evaluate(
         return driver.step("load-reference", load_reference, *source_args(spec, spec.reference, "reference"))
 
     prepared = prepare_reference(spec, load, cache.directory)
-    reference, declared, ref_hash, model = (
-        prepared.frame,
-        prepared.roles,
-        prepared.content_hash,
-        prepared.model,
-    )
-    current, columns = scored(model, batch.frame, declared)
+    reference, ref_hash, model = prepared.frame, prepared.content_hash, prepared.model
+    current, columns = scored(model, batch.frame, prepared.roles)
     driver.logger.info(
         "reference %d rows (%s)",
         len(reference),
