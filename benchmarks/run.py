@@ -25,6 +25,7 @@ BENCHMARKS = (
     "bench_text",
     "bench_vs_evidently",
     "bench_reference_cache",
+    "bench_subset_codes",
     "bench_baseline",
     "bench_dask",
 )

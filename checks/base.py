@@ -75,6 +75,11 @@ class Check(ABC):
     def evaluate(self, current: pd.DataFrame, profile: Any, columns: Columns) -> list[CheckResult]:
         """Compare one batch with the fitted profile; one result per target."""
 
+    def slice_definitions(self, profile: Any) -> Mapping[str, Mapping[str, Any]]:
+        """Subset definitions per feature whose batch codes a run may compute once and share between
+        checks (`checks.slice_codes`); none unless the check cuts features into subsets."""
+        return {}
+
     def run(self, reference: pd.DataFrame, current: pd.DataFrame, columns: Columns) -> list[CheckResult]:
         """Fit and evaluate in one call (no caching, no error handling: see `driftline.checks.runner`)."""
         return self.evaluate(current, self.fit(reference, columns), columns)

@@ -33,8 +33,8 @@ from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.impact import model_impact
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
+from driftline.checks.slice_codes import batch_codes
 from driftline.checks.slicing import (
-    apply_slices,
     bootstrap_se,
     divide,
     fit_slices,
@@ -212,6 +212,10 @@ class SubsetCheck(Check):
                 slices[feature] = {"error": str(exc)}
         return {"slices": slices, **self.fit_model(reference, columns)}
 
+    def slice_definitions(self, profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Every feature's subset definition: the run computes their batch codes once for all checks."""
+        return profile["slices"]
+
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         """One result per feature: worst subset, overall value, signed difference and its significance."""
         prepared = self.prepare(current, profile, columns)
@@ -240,7 +244,7 @@ class SubsetCheck(Check):
             raise CheckInputError(slices["error"])
         if feature not in current:
             raise CheckInputError(f"the batch has no column {feature!r}")
-        return apply_slices(current[feature], slices)[prepared.mask], slices
+        return batch_codes(current, feature, slices)[prepared.mask].astype(np.intp, copy=False), slices
 
     def _test(self, values: SubsetValues, overall: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Signed difference (larger = worse), Bonferroni-adjusted p-value and significance per subset."""

@@ -20,10 +20,11 @@ from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.checks.runner import missing_role
+from driftline.checks.slice_codes import SliceCodes, sharing_codes
 from driftline.tasks.attribution_plots import drawn_figures, write_figures
 from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
-from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.profiles import ProfileCache, Unfittable
 from driftline.tasks.reference import LazyReference, PreparedReference, prepare_reference, scored
 from driftline.tasks.retrain import RetrainRequest
 from driftline.tasks.sources import Batch
@@ -140,6 +141,21 @@ def build_jobs(spec: MonitorSpec, evaluation: Evaluation, model: Any = None) -> 
     return jobs
 
 
+def share_slice_codes(
+    store: SliceCodes, checks: list[Check], cache: ProfileCache, columns: Columns, ref_hash: str
+) -> None:
+    """Compute once, before the workers fork, the batch's subset codes of every check whose profile is
+    cached and cuts features into subsets; a profile still to be fitted is left to its check."""
+    for check in checks:
+        profile = cache.lookup(check, columns, ref_hash)
+        if profile is None or isinstance(profile, Unfittable):
+            continue
+        for feature, slices in check.slice_definitions(profile).items():
+            store.add(feature, slices)
+    if len(store):
+        log.info("subset codes of %d feature cut(s) computed once for the run", len(store))
+
+
 def run_status(results: list[dict[str, Any]], worst: str, fail_on: str, rows: int) -> str:
     """`empty`, `failed` (a result reached `fail_on`), `error` (every result errored) or `passed`."""
     if rows == 0:
@@ -219,7 +235,9 @@ def _evaluate(
     fitting = [j.check for j in jobs if fits_profile(j.check, columns, awaited)]
     if isinstance(reference, LazyReference) and not all(cache.has(c, columns, ref_hash) for c in fitting):
         reference.read()  # a profile is to be fitted: read the reference once, before the workers fork
-    results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
+    with sharing_codes(current) as shared:
+        share_slice_codes(shared, fitting, cache, columns, ref_hash)
+        results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
 
     worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
     summary = RunSummary(

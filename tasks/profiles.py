@@ -54,17 +54,25 @@ class ProfileCache:
         path = self._path(key)
         return path is not None and path.exists()
 
+    def lookup(self, check: Check, columns: Columns, reference_hash: str) -> Any:
+        """The cached profile, or None when it is not cached (or unreadable); never fits."""
+        key = self.key(check, columns, reference_hash)
+        with self._lock:
+            if key in self._memory:
+                return self._memory[key]
+        profile = self._read(key)
+        if profile is not None:
+            with self._lock:
+                self._memory[key] = profile
+        return profile
+
     def get_or_fit(
         self, check: Check, reference: pd.DataFrame | LazyReference, columns: Columns, reference_hash: str
     ) -> Any:
         """The cached profile, or fit it now (reading a lazy reference) and remember it."""
-        key = self.key(check, columns, reference_hash)
-        with self._lock:
-            if key in self._memory:
-                self.hits += 1
-                return self._memory[key]
-        profile = self._read(key)
+        profile = self.lookup(check, columns, reference_hash)
         if profile is None:
+            key = self.key(check, columns, reference_hash)
             try:
                 profile = check.fit(materialised(reference), columns)
             except NotApplicable as exc:  # as lasting as a profile: the same reference gives the same answer
@@ -72,11 +80,10 @@ class ProfileCache:
             self._write(key, profile)
             with self._lock:
                 self.misses += 1
+                self._memory[key] = profile
         else:
             with self._lock:
                 self.hits += 1
-        with self._lock:
-            self._memory[key] = profile
         if isinstance(profile, Unfittable):
             raise NotApplicable(profile.reason)
         return profile
