@@ -26,6 +26,7 @@ BENCHMARKS = (
     "bench_vs_evidently",
     "bench_reference_cache",
     "bench_subset_codes",
+    "bench_store_opens",
     "bench_baseline",
     "bench_dask",
 )

@@ -181,6 +181,8 @@ def run_monitor(
     `alerts` and `retrain` switch off alerting and the retraining trigger, e.g. for a backfill of
     historical batches; the results are stored either way.
     """
+    from driftline.tasks.history.db import store_scope
+
     driver = driver or Driver()
     spec.database_url()  # a URL that cannot work is a mistake to name before any work is done
     state_dir = spec.base_dir / ".driftline"
@@ -196,13 +198,14 @@ def run_monitor(
         "batch_time": batch.batch_time,
         "flow_run_id": driver.run_id,
     }
-    run_id = mark_started(spec, started)
-    try:
-        with heartbeating(spec, run_id):
-            return _evaluate(spec, batch, cache, state_dir, driver, alerts=alerts, retrain=retrain)
-    except BaseException as exc:
-        mark_crashed(spec, run_id, exc)
-        raise
+    with store_scope(spec.database_url()):
+        run_id = mark_started(spec, started)
+        try:
+            with heartbeating(spec, run_id):
+                return _evaluate(spec, batch, cache, state_dir, driver, alerts=alerts, retrain=retrain)
+        except BaseException as exc:
+            mark_crashed(spec, run_id, exc)
+            raise
 
 
 def _evaluate(

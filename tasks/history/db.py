@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -113,22 +114,78 @@ def open_store(url: str, *, create: bool = True) -> Engine:
             raise StoreUnavailable(f"no history database at {missing} (set --db or {ENV_VAR})")
     engine = _create_engine(url)
     try:
-        if create:
-            migrate(engine)
-        else:
-            _require_tables(engine, url)
-    except DBAPIError as exc:
-        engine.dispose()
-        raise StoreUnavailable(_unavailable_message(url, exc)) from None
+        _ready(engine, url, create)
     except StoreUnavailable:
         engine.dispose()
         raise
     return engine
 
 
+def _ready(engine: Engine, url: str, create: bool) -> None:
+    """Migrate the store to head (`create`) or require its tables; a connection problem raises
+    `StoreUnavailable`."""
+    try:
+        if create:
+            migrate(engine)
+        else:
+            _require_tables(engine, url)
+    except DBAPIError as exc:
+        raise StoreUnavailable(_unavailable_message(url, exc)) from None
+
+
+@dataclass
+class _Scope:
+    """The engine a `store_scope` lends: opened on first use, migrated once, shared by threads."""
+
+    users: int = 0
+    engine: Engine | None = None
+    migrated: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def lend(self, url: str, create: bool) -> Engine:
+        with self.lock:
+            if self.engine is None:
+                self.engine, self.migrated = open_store(url, create=create), create
+            elif create and not self.migrated:
+                _ready(self.engine, url, create=True)
+                self.migrated = True
+            return self.engine
+
+
+_scopes: dict[str, _Scope] = {}
+_scopes_lock = threading.Lock()
+
+
+@contextmanager
+def store_scope(url: str) -> Iterator[None]:
+    """Within the block, `connected_store(url)` lends one engine (opened and migrated on first use,
+    disposed when the last enclosing block ends) instead of opening one per call: one engine a run.
+
+    A store that cannot be opened raises at the call that needs it, as without the scope, and the
+    next call tries again.
+    """
+    with _scopes_lock:
+        scope = _scopes.setdefault(url, _Scope())
+        scope.users += 1
+    try:
+        yield
+    finally:
+        with _scopes_lock:
+            scope.users -= 1
+            if scope.users == 0:
+                del _scopes[url]
+                if scope.engine is not None:
+                    scope.engine.dispose()
+
+
 @contextmanager
 def connected_store(url: str, *, create: bool = True) -> Iterator[Engine]:
-    """`open_store` for one piece of work: the engine is disposed when the block ends."""
+    """`open_store` for one piece of work: the engine is disposed when the block ends, unless a
+    `store_scope` of `url` lends its engine."""
+    scope = _scopes.get(url)
+    if scope is not None:
+        yield scope.lend(url, create)
+        return
     engine = open_store(url, create=create)
     try:
         yield engine
