@@ -86,8 +86,9 @@ class Check(ABC):
 
     @classmethod
     def summary(cls) -> str:
-        """First line of the class docstring."""
-        return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        """First paragraph of the class docstring, on one line (a sentence may wrap over several)."""
+        first = (cls.__doc__ or "").strip().split("\n\n", 1)[0]
+        return " ".join(first.split())
 
     @classmethod
     def parameters(cls) -> dict[str, Any]:

@@ -31,3 +31,16 @@ def test_looking_up_one_check_imports_only_its_module() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_every_summary_is_a_whole_sentence_on_one_line() -> None:
+    """The listing's summaries are whole first paragraphs: they end a sentence and close every bracket."""
+    entries = [registry.describe(name) for name in registry.names() if not name.startswith("testing.")]
+    broken = [
+        (entry["name"], entry["summary"])
+        for entry in entries
+        if not entry["summary"].endswith((".", ")"))
+        or entry["summary"].count("(") != entry["summary"].count(")")
+        or "\n" in entry["summary"]
+    ]
+    assert broken == []
