@@ -7,6 +7,11 @@ id (only labelled rows are kept), the spec's checks that need a label are evalua
 replace the ones stored for that batch (which were errors or skips for want of a label). Label-free
 estimates of the same batch (`performance.estimated`) stay, marked as superseded, so the history
 shows estimate and truth side by side. A batch whose labels have not landed is tried again next run.
+
+A batch read in partitions (Parquet files, or SQL pages of `page_by`) is read one partition at a
+time, each joined with the labels at once, so only its labelled rows are kept; the label checks run
+on them when they are at most `gather_rows` (as a partitioned run evaluates its unmergeable checks),
+else they are stored as `skipped` with the reason.
 """
 
 from __future__ import annotations
@@ -20,9 +25,12 @@ import pandas as pd
 
 from driftline.checks import registry
 from driftline.checks.columns import Columns
+from driftline.checks.result import CheckResult
+from driftline.tasks.driver import Driver
+from driftline.tasks.partitioned import GATHER_ROWS, NOT_SUPPORTED, plan_batch, require_partitionable
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.sources import BATCH_PLACEHOLDER, SourceError, read_table
-from driftline.tasks.spec import MonitorSpec, Source
+from driftline.tasks.spec import MonitorSpec, Source, SpecError
 from driftline.tasks.steps import evaluate_check, load_batch, source_args
 
 log = logging.getLogger(__name__)
@@ -38,10 +46,11 @@ class LabelJoin:
 
     batch_id: str
     rows: int
-    labelled_rows: int
+    labelled_rows: int | None
     status: str
     worst_severity: str
     checks: list[str]
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -64,11 +73,10 @@ def load_labels(spec: MonitorSpec, source: Source, batch_id: str) -> pd.DataFram
     return frame if len(frame) else None
 
 
-def with_labels(batch: pd.DataFrame, labels: pd.DataFrame, id_column: str, label: str) -> pd.DataFrame:
-    """The batch rows that have a label, the label taken from `labels` (joined on `id_column`)."""
-    for name, frame in (("batch", batch), ("labels", labels)):
-        if id_column not in frame.columns:
-            raise SourceError(f"the {name} has no id column {id_column!r} to join labels on")
+def keyed_labels(labels: pd.DataFrame, id_column: str, label: str) -> pd.DataFrame:
+    """The id and label columns of the rows that have a label; an id given twice is a `SourceError`."""
+    if id_column not in labels.columns:
+        raise SourceError(f"the labels have no id column {id_column!r} to join labels on")
     if label not in labels.columns:
         raise SourceError(f"the labels have no column {label!r}")
     duplicated = labels[id_column].duplicated()
@@ -77,10 +85,52 @@ def with_labels(batch: pd.DataFrame, labels: pd.DataFrame, id_column: str, label
         raise SourceError(
             f"the labels give id {first!r} more than one label ({int(duplicated.sum())} repeats)"
         )
-    keyed = labels[[id_column, label]].dropna(subset=[label])
-    return batch.drop(columns=[label], errors="ignore").merge(
-        keyed, on=id_column, how="inner", validate="1:1"
-    )
+    return labels[[id_column, label]].dropna(subset=[label])
+
+
+def joined(batch: pd.DataFrame, keyed: pd.DataFrame, id_column: str, label: str) -> pd.DataFrame:
+    """The batch rows that have a label in `keyed` (from `keyed_labels`), the label taken from it."""
+    if id_column not in batch.columns:
+        raise SourceError(f"the batch has no id column {id_column!r} to join labels on")
+    try:
+        return batch.drop(columns=[label], errors="ignore").merge(
+            keyed, on=id_column, how="inner", validate="1:1"
+        )
+    except pd.errors.MergeError as exc:
+        raise SourceError(f"the batch gives an id in column {id_column!r} to more than one row") from exc
+
+
+@dataclass
+class Labelled:
+    """One earlier batch with its labels joined: the batch's row count and its labelled rows (None
+    when there were more than the gather limit, with the reason)."""
+
+    rows: int
+    frame: pd.DataFrame | None
+    reason: str | None = None
+
+
+def labelled_batch(
+    spec: MonitorSpec, batch_id: str, labels: pd.DataFrame, columns: Columns, gather_rows: int
+) -> Labelled:
+    """The batch's labelled rows: read whole, or, when it is read in partitions (Parquet files or SQL
+    pages), joined one partition at a time, reading no further once more than `gather_rows` are
+    labelled."""
+    assert columns.id is not None and columns.label is not None
+    keyed = keyed_labels(labels, columns.id, columns.label)
+    try:
+        require_partitionable(spec)
+    except SpecError:
+        batch = load_batch(*source_args(spec, spec.batches, "batches"), batch_id).frame
+        return Labelled(len(batch), joined(batch, keyed, columns.id, columns.label))
+    _, parts, _ = plan_batch(spec, batch_id, Driver())
+    rows = sum(p.rows for p in parts)
+    frames: list[pd.DataFrame] = []
+    for part in parts:
+        frames.append(joined(part.read(), keyed, columns.id, columns.label))
+        if sum(len(f) for f in frames) > gather_rows:
+            return Labelled(rows, None, f"{NOT_SUPPORTED} with more than {gather_rows} labelled rows")
+    return Labelled(rows, pd.concat(frames, ignore_index=True))
 
 
 def pending_batches(url: str, monitor: str, exclude: str) -> list[str]:
@@ -101,11 +151,13 @@ def join_late_labels(
     ref_hash: str,
     cache: ProfileCache,
     prepare: Prepare,
+    gather_rows: int = GATHER_ROWS,
 ) -> list[LabelJoin]:
     """Join the labels that have landed onto earlier batches and store their label checks' results.
 
     `prepare` scores a re-loaded batch as the run scores its own (model, columns). A batch whose labels
-    cannot be read or joined is logged and tried again on the next run; it never fails this run.
+    cannot be read or joined is logged and tried again on the next run; it never fails this run. A
+    partitioned batch with more than `gather_rows` labelled rows gets its label checks `skipped`.
     """
     from driftline.tasks.history.db import connected_store
     from driftline.tasks.history.store import record_late_results
@@ -120,20 +172,29 @@ def join_late_labels(
             labels = load_labels(spec, spec.labels, batch_id)
             if labels is None:
                 continue
-            batch = load_batch(*source_args(spec, spec.batches, "batches"), batch_id)
-            frame = with_labels(batch.frame, labels, columns.id, columns.label)
-            frame, scored_columns = prepare(frame)
+            batch = labelled_batch(spec, batch_id, labels, columns, gather_rows)
+            scored = None if batch.frame is None else prepare(batch.frame)
         except SourceError as exc:
             log.warning("labels of batch %s not joined: %s", batch_id, exc)
             continue
-        results = [
-            result
-            for name, params in checks
-            for result in evaluate_check(
-                registry.create(name, params), frame, scored_columns, reference, ref_hash, cache
-            )
-        ]
-        note = {"rows": len(batch.frame), "labelled_rows": len(frame)}
+        if scored is None:
+            log.warning("label checks of batch %s skipped: %s", batch_id, batch.reason)
+            results = [
+                CheckResult.skipped(name, "*", str(batch.reason), rows=batch.rows).to_dict()
+                for name, _ in checks
+            ]
+        else:
+            results = [
+                result
+                for name, params in checks
+                for result in evaluate_check(
+                    registry.create(name, params), *scored, reference, ref_hash, cache
+                )
+            ]
+        labelled = None if scored is None else len(scored[0])
+        note = {"rows": batch.rows, "labelled_rows": labelled} | (
+            {"reason": batch.reason} if batch.reason else {}
+        )
         with connected_store(url) as engine:
             status, worst = record_late_results(
                 engine,
@@ -143,8 +204,7 @@ def join_late_labels(
                 fail_on=spec.fail_on,
                 labels=note,
             )
-        joins.append(LabelJoin(batch_id, len(batch.frame), len(frame), status, worst, [n for n, _ in checks]))
-        log.info(
-            "labels joined onto batch %s: %d of %d rows labelled", batch_id, len(frame), len(batch.frame)
-        )
+        names = [n for n, _ in checks]
+        joins.append(LabelJoin(batch_id, batch.rows, labelled, status, worst, names, batch.reason))
+        log.info("labels joined onto batch %s: %s of %d rows labelled", batch_id, labelled, batch.rows)
     return joins

@@ -1,5 +1,6 @@
-"""A monitor run over a batch stored as Parquet partitions: checks that merge are evaluated one
-partition per task and their partial states merged, so no process ever holds the whole batch.
+"""A monitor run over a batch stored as Parquet partitions, or read from SQL in pages of a key column:
+checks that merge are evaluated one partition per task and their partial states merged, so no process
+ever holds the whole batch.
 
 Mergeable checks (a `mergeable` class attribute, `partial`/`merge`/`finish` methods) compute a small
 state per partition on any executor (a process pool here, Dask workers under `flows.partitioned`);
@@ -24,19 +25,11 @@ from driftline.checks import registry
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
-from driftline.checks.result import CheckResult, worst_severity
+from driftline.checks.result import CheckResult
 from driftline.checks.runner import absent_columns, absent_features, missing_role, without_features
 from driftline.tasks.attribution_plots import write_figures
 from driftline.tasks.driver import Driver
-from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
-from driftline.tasks.pipeline import (
-    SCHEMA_CHECK,
-    RunSummary,
-    publish_report,
-    report_dir,
-    retrain_request,
-    run_status,
-)
+from driftline.tasks.pipeline import SCHEMA_CHECK, Ran, RunSummary, conclude_run, report_dir, tracked_run
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.reference import LazyReference, prepare_reference, scored
 from driftline.tasks.sources import (
@@ -45,8 +38,10 @@ from driftline.tasks.sources import (
     is_partitioned,
     partitions_time,
     read_table,
+    sql_window,
 )
-from driftline.tasks.spec import MonitorSpec, SpecError, severity_at_least
+from driftline.tasks.spec import MonitorSpec, SpecError, SqlSource
+from driftline.tasks.sql_pages import SqlPage, plan_sql_pages
 from driftline.tasks.steps import evaluate_check, load_reference, require_reference, source_args
 
 # Checks without a mergeable evaluation are run on the gathered batch up to this many rows.
@@ -55,7 +50,7 @@ NOT_SUPPORTED = "not supported on partitioned batches"
 
 # How the partition tasks run: `mapper(fn, partitions, work)` yields `fn(p, work)` for each partition,
 # in partition order (the driver merges them as they come, holding a few states at a time).
-Mapper = Callable[[Callable[..., Any], Sequence["Partition"], "PartitionWork"], Iterable[Any]]
+Mapper = Callable[[Callable[..., Any], Sequence["Part"], "PartitionWork"], Iterable[Any]]
 # Partition states held before they are merged into the running state.
 MERGE_EVERY = 8
 
@@ -67,6 +62,20 @@ class Partition:
     path: str
     offset: int
     rows: int
+
+    @property
+    def name(self) -> str:
+        """The partition as it is named in errors."""
+        return self.path
+
+    def read(self) -> pd.DataFrame:
+        """The partition's rows."""
+        return read_table(Path(self.path))
+
+
+# What a partition task reads: a Parquet file, or a key range of a SQL batch (`sources.SqlPage`). Both
+# have `offset`, `rows`, `name` and `read()`.
+Part = Partition | SqlPage
 
 
 def plan_partitions(paths: Sequence[Path]) -> list[Partition]:
@@ -107,25 +116,42 @@ class MergeJob:
 
 @dataclass
 class PartitionWork:
-    """What every partition task needs: the mergeable checks and the model that scores the rows."""
+    """What every partition task needs: the mergeable checks, the model that scores the rows, and the
+    batch's column dtypes (from its first partition)."""
 
     jobs: list[MergeJob]
     roles: Columns
     model: Any = None
+    schema: pd.DataFrame | None = None
 
 
-def read_partition(partition: Partition, roles: Columns, model: Any) -> pd.DataFrame:
-    """One partition read, scored by the model (if any) and indexed by its rows' batch positions, so
-    failing row ids are those of the whole batch."""
-    frame, _ = scored(model, read_table(Path(partition.path)), roles)
+def read_partition(
+    partition: Part, roles: Columns, model: Any, schema: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """One partition read, given the batch's dtypes where it has only nulls, scored by the model (if
+    any) and indexed by its rows' batch positions, so failing row ids are those of the whole batch."""
+    frame, _ = scored(model, with_dtypes(partition.read(), schema), roles)
     frame.index = pd.RangeIndex(partition.offset, partition.offset + len(frame))
     return frame
 
 
-def evaluate_partition(partition: Partition, work: PartitionWork) -> dict[str, tuple[str, Any]]:
+def with_dtypes(frame: pd.DataFrame, schema: pd.DataFrame | None) -> pd.DataFrame:
+    """A SQL page whose column is all null comes back as objects: it takes the batch's dtype, as it
+    has in a read of the whole batch (a Parquet partition already has the shared schema)."""
+    if schema is None:
+        return frame
+    for column in frame.columns.intersection(schema.columns):
+        dtype = schema[column].dtype
+        if frame[column].dtype == dtype or dtype.kind == "b" or not frame[column].isna().all():
+            continue
+        frame[column] = frame[column].astype("float64" if dtype.kind in "iu" else dtype)
+    return frame
+
+
+def evaluate_partition(partition: Part, work: PartitionWork) -> dict[str, tuple[str, Any]]:
     """Every mergeable check's partial state on one partition: ("ok", state), or ("skipped" |
     "error", reason) when the check stops on this partition."""
-    frame = read_partition(partition, work.roles, work.model)
+    frame = read_partition(partition, work.roles, work.model, work.schema)
     states: dict[str, tuple[str, Any]] = {}
     for job in work.jobs:
         try:
@@ -135,7 +161,7 @@ def evaluate_partition(partition: Partition, work: PartitionWork) -> dict[str, t
         except CheckInputError as exc:
             states[job.key] = ("error", str(exc))
         except Exception as exc:
-            states[job.key] = ("error", f"{partition.path}: {type(exc).__name__}: {exc}")
+            states[job.key] = ("error", f"{partition.name}: {type(exc).__name__}: {exc}")
     return states
 
 
@@ -199,7 +225,7 @@ class Merger:
 def pool_mapper(workers: int) -> Mapper:
     """The plain engine's mapper: partitions in a pool of `workers` processes (one partition each)."""
 
-    def run(fn: Callable[..., Any], partitions: Sequence[Partition], work: PartitionWork) -> Iterator[Any]:
+    def run(fn: Callable[..., Any], partitions: Sequence[Part], work: PartitionWork) -> Iterator[Any]:
         if workers <= 1 or len(partitions) <= 1:
             yield from (fn(p, work) for p in partitions)
             return
@@ -214,7 +240,7 @@ def dask_mapper(client: Any) -> Mapper:
     profiles are sent to every worker once, then each task reads and evaluates one partition; each
     state is released on the cluster once the driver has it."""
 
-    def run(fn: Callable[..., Any], partitions: Sequence[Partition], work: PartitionWork) -> Iterator[Any]:
+    def run(fn: Callable[..., Any], partitions: Sequence[Part], work: PartitionWork) -> Iterator[Any]:
         shared = client.scatter(work, broadcast=True)
         futures = client.map(fn, list(partitions), work=shared, pure=False)
         for future in futures:
@@ -231,6 +257,37 @@ def mergeable_reason(check: Check) -> str | None:
     return check.merge_limit()
 
 
+def require_partitionable(spec: MonitorSpec) -> None:
+    """A `SpecError` unless the batch source can be read in partitions: Parquet partitions, or SQL
+    with `page_by`."""
+    path, sql = spec.batches.path, spec.batches.sql
+    if (path is not None and is_partitioned(path)) or (sql is not None and sql.page_by is not None):
+        return
+    raise SpecError(
+        f"{spec.path or spec.name}: a partitioned run needs batches.path naming Parquet partitions (a "
+        "glob such as data/{batch}/*.parquet, or a folder ending in /) or batches.sql with page_by "
+        "(a key column to read the batch in pages)"
+    )
+
+
+def plan_batch(spec: MonitorSpec, batch_id: str | None, driver: Driver) -> tuple[str, list[Part], Any]:
+    """The batch id, its partitions (Parquet files or SQL pages) and the time the batch stands for
+    (the spec has passed `require_partitionable`)."""
+    template, sql = source_args(spec, spec.batches, "batches")
+    if template is not None:
+        batch_id, paths = driver.step("list-partitions", batch_partitions, template, batch_id)
+        return (
+            batch_id,
+            driver.step("plan-partitions", plan_partitions, paths),
+            partitions_time(batch_id, paths),
+        )
+    assert sql is not None and isinstance(spec.batches.sql, SqlSource)
+    paging = spec.batches.sql
+    batch_id, start, end = sql_window(batch_id, paging.window_days)
+    args = (sql["url"], sql["query"], {"start": start, "end": end}, paging.page_by, paging.rows_a_page)
+    return batch_id, driver.step("plan-pages", plan_sql_pages, *args), start
+
+
 def run_partitioned(
     spec: MonitorSpec,
     batch_id: str | None = None,
@@ -242,21 +299,15 @@ def run_partitioned(
     retrain: bool = True,
     gather_rows: int = GATHER_ROWS,
 ) -> RunSummary:
-    """One monitor run over a partitioned batch (the newest when `batch_id` is None)."""
+    """One monitor run over a partitioned batch (the newest when `batch_id` is None): Parquet
+    partitions, or a SQL batch in pages of `sql.page_by`."""
+    require_partitionable(spec)
     driver = driver or Driver()
     spec.database_url()
     state_dir = spec.base_dir / ".driftline"
     cache = cache or ProfileCache(state_dir / "profiles")
     require_reference(spec)
-    template, _ = source_args(spec, spec.batches, "batches")
-    if template is None or not is_partitioned(template):
-        raise SpecError(
-            f"{spec.name}: batches.path must name Parquet partitions (a glob such as "
-            "data/{batch}/*.parquet, or a folder ending in /) for a partitioned run"
-        )
-    batch_id, paths = driver.step("list-partitions", batch_partitions, template, batch_id)
-    partitions = driver.step("plan-partitions", plan_partitions, paths)
-    batch_time = partitions_time(batch_id, paths)
+    batch_id, partitions, batch_time = plan_batch(spec, batch_id, driver)
     rows = sum(p.rows for p in partitions)
     driver.logger.info(
         "monitor %s: batch %s, %d rows in %d partitions", spec.name, batch_id, rows, len(partitions)
@@ -267,15 +318,20 @@ def run_partitioned(
         "batch_time": batch_time,
         "flow_run_id": driver.run_id,
     }
-    run_id = mark_started(spec, started)
-    try:
-        with heartbeating(spec, run_id):
-            run = _PartitionedRun(spec, batch_id, partitions, cache, driver, gather_rows)
-            results = run.results(mapper or pool_mapper(spec.execution.workers))
-            return _finish(spec, run, results, batch_time, state_dir, alerts=alerts, retrain=retrain)
-    except BaseException as exc:
-        mark_crashed(spec, run_id, exc)
-        raise
+    with tracked_run(spec, started):
+        run = _PartitionedRun(spec, batch_id, partitions, cache, driver, gather_rows)
+        results = run.results(mapper or pool_mapper(spec.execution.workers))
+        return conclude_run(
+            spec,
+            driver,
+            Ran(batch_id, batch_time, rows, results),
+            run.prepared,
+            cache,
+            report_dir(spec, batch_id),
+            alerts=alerts,
+            retrain=retrain,
+            gather_rows=gather_rows,
+        )
 
 
 class _PartitionedRun:
@@ -285,7 +341,7 @@ class _PartitionedRun:
         self,
         spec: MonitorSpec,
         batch_id: str,
-        partitions: list[Partition],
+        partitions: list[Part],
         cache: ProfileCache,
         driver: Driver,
         gather_rows: int,
@@ -300,8 +356,12 @@ class _PartitionedRun:
 
         self.prepared = prepare_reference(spec, load, cache.directory)
         self.reference = self.prepared.frame
-        empty = schema_frame(partitions[0].path)
-        head = read_table(Path(partitions[0].path)).head(1) if self.prepared.model is not None else empty
+        first = partitions[0]
+        if isinstance(first, Partition) and self.prepared.model is None:
+            head = schema_frame(first.path)
+        else:  # a SQL page's dtypes (and any model's output) come from its rows
+            head = first.read().head(1)
+        self.batch_schema = head.iloc[:0]
         scored_head, self.columns = scored(self.prepared.model, head, self.prepared.roles)
         self.schema = scored_head.iloc[:0]
         self._gathered: pd.DataFrame | None = None
@@ -330,7 +390,7 @@ class _PartitionedRun:
         outcomes: list[list[dict[str, Any]] | MergeJob] = [self._prepare(c, i) for i, c in enumerate(checks)]
         jobs = [o for o in outcomes if isinstance(o, MergeJob)]
         if jobs:
-            work = PartitionWork(jobs, self.prepared.roles, self.prepared.model)
+            work = PartitionWork(jobs, self.prepared.roles, self.prepared.model, self.batch_schema)
             mergers = {j.key: Merger(j) for j in jobs}
             for states in mapper(evaluate_partition, self.partitions, work):
                 for key, merger in mergers.items():
@@ -350,6 +410,8 @@ class _PartitionedRun:
         if self.awaiting_labels() and "label" in check.needs:
             reason = "the batch has no labels yet: this check runs when they land (see `labels:`)"
             return [CheckResult.skipped(name, "*", reason, rows=rows).to_dict()]
+        if rows == 0 and not missing_role(check, self.columns):  # as on a whole empty batch
+            return [CheckResult.skipped(name, "*", "the batch is empty", rows=0).to_dict()]
         if check.name == SCHEMA_CHECK:
             return self._schema(check)
         reason = mergeable_reason(check)
@@ -359,8 +421,6 @@ class _PartitionedRun:
         stop = missing_role(check, columns)
         if stop:
             return [CheckResult.skipped(name, "*", stop, rows=rows).to_dict()]
-        if rows == 0:
-            return [CheckResult.skipped(name, "*", "the batch is empty", rows=0).to_dict()]
         frames = {"batch": self.schema, "reference": self.reference}
         for label, frame in frames.items():
             absent = absent_columns(check, columns, frame)
@@ -405,56 +465,11 @@ class _PartitionedRun:
             message = f"{NOT_SUPPORTED} of more than {self.gather_rows} rows ({reason})"
             return [CheckResult.skipped(check.name, "*", message, rows=self.rows).to_dict()]
         if self._gathered is None:
-            frames = [read_partition(p, self.prepared.roles, self.prepared.model) for p in self.partitions]
+            roles, model = self.prepared.roles, self.prepared.model
+            frames = [read_partition(p, roles, model, self.batch_schema) for p in self.partitions]
             self._gathered = pd.concat(frames) if len(frames) > 1 else frames[0]
         if isinstance(self.reference, LazyReference):
             self.reference.read()
         return evaluate_check(
             check, self._gathered, self.columns, self.reference, self.prepared.content_hash, self.cache
         )
-
-
-def _finish(
-    spec: MonitorSpec,
-    run: _PartitionedRun,
-    results: list[dict[str, Any]],
-    batch_time: Any,
-    state_dir: Path,
-    *,
-    alerts: bool,
-    retrain: bool,
-) -> RunSummary:
-    """Store, alert, retrain and report as `run_monitor` does."""
-    driver = run.driver
-    worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
-    summary = RunSummary(
-        monitor=spec.name,
-        batch_id=run.batch_id,
-        batch_time=batch_time.isoformat(),
-        rows=run.rows,
-        status=run_status(results, worst, spec.fail_on, run.rows),
-        worst_severity=worst,
-        results=results,
-        engine=driver.name,
-    )
-    record = {
-        "monitor": spec.name,
-        "batch_id": run.batch_id,
-        "batch_time": batch_time,
-        "results": results,
-        "status": summary.status,
-        "worst_severity": worst,
-        "rows": run.rows,
-        "flow_run_id": driver.run_id,
-        "details": {"reference_rows": len(run.reference), "reference_hash": run.prepared.content_hash},
-    }
-    persisted = persist_run(spec, record, state_dir / "spool", alerts=alerts, driver=driver)
-    summary.stored, summary.alerts = persisted.stored, persisted.alerts
-    if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
-        request = retrain_request(spec, summary, run.prepared.content_hash)
-        summary.retraining = driver.retrain(spec, request, state_dir)
-    summary.figures = publish_report(spec, summary, report_dir(spec, run.batch_id), driver)
-    driver.logger.info(
-        "monitor %s batch %s: %s (worst severity %s)", spec.name, run.batch_id, summary.status, worst
-    )
-    return summary

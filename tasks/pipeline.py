@@ -8,7 +8,10 @@ here imports an orchestrator, so every engine stores the same rows and raises th
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -181,8 +184,6 @@ def run_monitor(
     `alerts` and `retrain` switch off alerting and the retraining trigger, e.g. for a backfill of
     historical batches; the results are stored either way.
     """
-    from driftline.tasks.history.db import store_scope
-
     driver = driver or Driver()
     spec.database_url()  # a URL that cannot work is a mistake to name before any work is done
     state_dir = spec.base_dir / ".driftline"
@@ -198,11 +199,22 @@ def run_monitor(
         "batch_time": batch.batch_time,
         "flow_run_id": driver.run_id,
     }
+    with tracked_run(spec, started):
+        return _evaluate(spec, batch, cache, driver, alerts=alerts, retrain=retrain)
+
+
+@contextmanager
+def tracked_run(spec: MonitorSpec, started: dict[str, Any]) -> Iterator[None]:
+    """The block as one run in the history: marked `running` first (so a crash leaves a trace), its
+    heartbeat kept, marked crashed if the block raises; every store step of the block shares one
+    engine."""
+    from driftline.tasks.history.db import store_scope
+
     with store_scope(spec.database_url()):
         run_id = mark_started(spec, started)
         try:
             with heartbeating(spec, run_id):
-                return _evaluate(spec, batch, cache, state_dir, driver, alerts=alerts, retrain=retrain)
+                yield
         except BaseException as exc:
             mark_crashed(spec, run_id, exc)
             raise
@@ -212,7 +224,6 @@ def _evaluate(
     spec: MonitorSpec,
     batch: Batch,
     cache: ProfileCache,
-    state_dir: Path,
     driver: Driver,
     *,
     alerts: bool,
@@ -242,45 +253,90 @@ def _evaluate(
         share_slice_codes(shared, fitting, cache, columns, ref_hash)
         results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
 
+    return conclude_run(
+        spec,
+        driver,
+        Ran(batch.batch_id, batch.batch_time, len(current), results),
+        prepared,
+        cache,
+        figure_dir,
+        alerts=alerts,
+        retrain=retrain,
+    )
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What the checks of one run gave: the batch, its row count and every result."""
+
+    batch_id: str
+    batch_time: datetime
+    rows: int
+    results: list[dict[str, Any]]
+
+
+def conclude_run(
+    spec: MonitorSpec,
+    driver: Driver,
+    ran: Ran,
+    prepared: PreparedReference,
+    cache: ProfileCache,
+    figure_dir: Path,
+    *,
+    alerts: bool,
+    retrain: bool,
+    **label_options: Any,
+) -> RunSummary:
+    """After the checks, whatever evaluated them: store, alert, join late labels (`label_options` go
+    to `join_late_labels`), retrain and report."""
+    state_dir = spec.base_dir / ".driftline"
+    results = ran.results
     worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
     summary = RunSummary(
         monitor=spec.name,
-        batch_id=batch.batch_id,
-        batch_time=batch.batch_time.isoformat(),
-        rows=len(current),
-        status=run_status(results, worst, spec.fail_on, len(current)),
+        batch_id=ran.batch_id,
+        batch_time=ran.batch_time.isoformat(),
+        rows=ran.rows,
+        status=run_status(results, worst, spec.fail_on, ran.rows),
         worst_severity=worst,
         results=results,
         engine=driver.name,
     )
     record = {
         "monitor": spec.name,
-        "batch_id": batch.batch_id,
-        "batch_time": batch.batch_time,
+        "batch_id": ran.batch_id,
+        "batch_time": ran.batch_time,
         "results": results,
         "status": summary.status,
         "worst_severity": worst,
-        "rows": len(current),
+        "rows": ran.rows,
         "flow_run_id": driver.run_id,
-        "details": {"reference_rows": len(reference), "reference_hash": ref_hash},
+        "details": {"reference_rows": len(prepared.frame), "reference_hash": prepared.content_hash},
     }
     persisted = persist_run(spec, record, state_dir / "spool", alerts=alerts, driver=driver)
     summary.stored, summary.alerts = persisted.stored, persisted.alerts
     if spec.labels is not None:
-        summary.labels = _late_labels(spec, batch.batch_id, prepared, cache, driver)
+        summary.labels = _late_labels(spec, ran.batch_id, prepared, cache, driver, **label_options)
     if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
-        summary.retraining = driver.retrain(spec, retrain_request(spec, summary, ref_hash), state_dir)
+        request = retrain_request(spec, summary, prepared.content_hash)
+        summary.retraining = driver.retrain(spec, request, state_dir)
     summary.figures = publish_report(spec, summary, figure_dir, driver)
     driver.logger.info(
-        "monitor %s batch %s: %s (worst severity %s)", spec.name, batch.batch_id, summary.status, worst
+        "monitor %s batch %s: %s (worst severity %s)", spec.name, ran.batch_id, summary.status, worst
     )
     return summary
 
 
 def _late_labels(
-    spec: MonitorSpec, batch_id: str, prepared: PreparedReference, cache: ProfileCache, driver: Driver
+    spec: MonitorSpec,
+    batch_id: str,
+    prepared: PreparedReference,
+    cache: ProfileCache,
+    driver: Driver,
+    **options: Any,
 ) -> list[dict[str, Any]]:
-    """Join the labels that landed since onto earlier batches; a failure is logged, never fatal."""
+    """Join the labels that landed since onto earlier batches (`options` go to `join_late_labels`);
+    a failure is logged, never fatal."""
     from driftline.tasks.late_labels import join_late_labels
 
     try:
@@ -292,6 +348,7 @@ def _late_labels(
             ref_hash=prepared.content_hash,
             cache=cache,
             prepare=lambda frame: scored(prepared.model, frame, prepared.roles),
+            **options,
         )
     except Exception as exc:
         driver.logger.warning("late labels not joined: %s: %s", type(exc).__name__, exc)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import glob
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 BATCH_PLACEHOLDER = "{batch}"
@@ -156,9 +160,27 @@ def _file_time(path: Path) -> datetime:
     return datetime.fromtimestamp(path.stat().st_mtime, UTC)
 
 
+# Rows fetched at a time from a SQL cursor: a SQL read holds typed columns, never the whole result as
+# Python tuples.
+SQL_CHUNK_ROWS = 50_000
+
+
 def read_sql(url: str, query: str, params: dict[str, object] | None = None) -> pd.DataFrame:
-    """Run a query through SQLAlchemy; connection and SQL errors name the database (password hidden)."""
-    from sqlalchemy import create_engine, make_url, text
+    """Run a query through SQLAlchemy, streaming it in chunks; connection and SQL errors name the
+    database (password hidden)."""
+    from sqlalchemy import text
+
+    with sql_connection(url) as conn:
+        streamed = conn.execution_options(stream_results=True)
+        chunks = list(pd.read_sql(text(query), streamed, params=params or {}, chunksize=SQL_CHUNK_ROWS))
+    return concat_chunks(chunks)
+
+
+@contextmanager
+def sql_connection(url: str) -> Iterator[Any]:
+    """A connection to `url`; a bad URL or a failing statement is a `SourceError` naming the database
+    with its password hidden."""
+    from sqlalchemy import create_engine, make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
     try:
@@ -168,11 +190,24 @@ def read_sql(url: str, query: str, params: dict[str, object] | None = None) -> p
         raise SourceError(f"cannot use the SQL source URL: {type(exc).__name__}") from None
     try:
         with engine.connect() as conn:
-            return pd.read_sql(text(query), conn, params=params or {})
+            yield conn
     except SQLAlchemyError as exc:
         raise SourceError(f"query on {shown} failed: {type(exc).__name__}: {exc.orig or exc}") from exc
     finally:
         engine.dispose()
+
+
+def concat_chunks(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """Chunks of one result as one frame with the dtypes a single read gives: a column whose chunks
+    disagree (say, all null in one chunk, integers in another) is inferred again from its values."""
+    if len(chunks) == 1:
+        return chunks[0]
+    frame = pd.concat(chunks, ignore_index=True)
+    for column in frame.columns:
+        if len({str(chunk[column].dtype) for chunk in chunks}) > 1:
+            values = np.concatenate([chunk[column].to_numpy(dtype=object) for chunk in chunks])
+            frame[column] = pd.Series(values, index=frame.index).infer_objects()
+    return frame
 
 
 def sql_window(

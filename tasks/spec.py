@@ -14,6 +14,8 @@ from driftline.checks.result import severity_rank
 from driftline.tasks.alerts.config import AlertConfig
 
 Severity = Literal["none", "low", "medium", "high"]
+# Rows in one page of a SQL batch read in pages (`sql.page_by`) when `sql.page_rows` is not given.
+PAGE_ROWS = 500_000
 
 
 class SpecError(ValueError):
@@ -33,6 +35,21 @@ class SqlSource(Strict):
     url_env: str | None = None
     query: str
     window_days: float = 1.0
+    page_by: str | None = Field(
+        None, description="orderable key column: a partitioned run reads the batch in pages of its ranges"
+    )
+    page_rows: int | None = Field(None, gt=0, description=f"rows a page (default {PAGE_ROWS:,})")
+
+    @model_validator(mode="after")
+    def _pages_need_a_key(self) -> SqlSource:
+        if self.page_rows is not None and self.page_by is None:
+            raise ValueError("page_rows needs page_by (the key column that pages the batch)")
+        return self
+
+    @property
+    def rows_a_page(self) -> int:
+        """Rows in one page of a paged batch."""
+        return self.page_rows or PAGE_ROWS
 
 
 class Source(Strict):

@@ -1,10 +1,13 @@
 """Shared data and comparisons of the partitioned-batch tests: frames split into partitions, the
-single-machine and merged evaluations of a check, and a deep comparison within rounding."""
+single-machine and merged evaluations of a check, a deep comparison within rounding, and the stored
+history of two runs compared."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +15,9 @@ import pandas as pd
 
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
+from driftline.tasks.history.db import connected_store
+from driftline.tasks.history.query import latest_results
+from driftline.tasks.spec import load_spec
 
 # Sums added in another order differ in the last bits; counts must be equal.
 REL = 1e-9
@@ -78,3 +84,25 @@ def assert_same(merged: Any, single: Any, path: str = "") -> None:
             )
     else:
         assert merged == single, f"{path}: {merged!r} != {single!r}"
+
+
+def stored(spec_path: Path, batch_id: str) -> list[dict]:
+    """The stored results of one batch, as the history store folds them back."""
+    spec = load_spec(spec_path)
+    with connected_store(spec.database_url()) as engine:
+        return latest_results(engine, spec.name, batch_id)
+
+
+def assert_same_history(
+    one: Path, other: Path, batch_id: str, normalise: Callable[[dict], dict] = lambda row: row
+) -> None:
+    """Two monitors' stored results of the batch agree (counts exactly, floats within `REL`), in
+    (check, target) order, after `normalise` of each row."""
+
+    def ordered(spec_path: Path) -> list[dict]:
+        rows = [normalise(row) for row in stored(spec_path, batch_id)]
+        return sorted(rows, key=lambda r: (r["check"], r["target"]))
+
+    rows_one, rows_other = ordered(one), ordered(other)
+    assert len(rows_one) == len(rows_other) > 15
+    assert_same(rows_one, rows_other)

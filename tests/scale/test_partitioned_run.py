@@ -8,43 +8,27 @@ from pathlib import Path
 import pytest
 
 from driftline.tasks import partitioned
-from driftline.tasks.history.db import connected_store
-from driftline.tasks.history.query import latest_results
 from driftline.tasks.partitioned import run_partitioned
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.sources import SourceError, list_batch_ids, load_file_batch
 from driftline.tasks.spec import SpecError, load_spec
 from tests.scale.conftest import BATCH, SIZES, write_monitor
-from tests.scale.helpers import assert_same
-
-
-def stored(spec_path: Path) -> list[dict]:
-    """The stored results of the batch, as the history store folds them back."""
-    spec = load_spec(spec_path)
-    with connected_store(spec.database_url()) as engine:
-        return latest_results(engine, spec.name, BATCH)
+from tests.scale.helpers import assert_same_history, stored
 
 
 def test_partitioned_run_stores_the_rows_of_the_single_file_run(
-    monitor_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    specs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Merging two states at a time (the third partition is merged into the first two's merge)."""
     monkeypatch.setattr(partitioned, "MERGE_EVERY", 2)
-    single = write_monitor(
-        monitor_data, tmp_path / "single", str(monitor_data / "single" / "{batch}.parquet")
-    )
-    parted = write_monitor(
-        monitor_data, tmp_path / "parts", str(monitor_data / "parts" / "{batch}" / "*.parquet")
-    )
+    single, parted = specs
     one = run_monitor(load_spec(single), BATCH, alerts=False, retrain=False)
     many = run_partitioned(load_spec(parted), BATCH, alerts=False, retrain=False)
     assert many.rows == one.rows == sum(SIZES)
     assert (many.status, many.worst_severity) == (one.status, one.worst_severity)
     assert many.stored.startswith("stored run") and one.stored.startswith("stored run")
-    rows_one, rows_many = stored(single), stored(parted)
-    assert len(rows_many) == len(rows_one) > 15
-    key = lambda r: (r["check"], r["target"])  # noqa: E731
-    assert_same(sorted(rows_many, key=key), sorted(rows_one, key=key))
+    assert_same_history(parted, single, BATCH)
+    rows_many = stored(parted, BATCH)
     checks = {r["check"] for r in rows_many}
     assert {
         "schema.columns",

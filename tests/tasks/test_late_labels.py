@@ -14,7 +14,7 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 from driftline import load_spec, run_monitor
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.query import list_runs, read_history
-from driftline.tasks.late_labels import with_labels
+from driftline.tasks.late_labels import joined, keyed_labels
 from driftline.tasks.sources import SourceError
 from driftline.tasks.spec import SpecError
 from tests.demo import write_spec
@@ -111,15 +111,17 @@ def test_labels_keyed_twice_are_named_and_the_batch_waits(unlabelled: Path) -> N
     assert [j["batch_id"] for j in run_monitor(spec, "2019-06").labels] == ["2016-06"]
 
 
-def test_with_labels_keeps_labelled_rows_and_names_what_is_missing() -> None:
+def test_the_join_keeps_labelled_rows_and_names_what_is_missing() -> None:
     batch = pd.DataFrame({"id": [1, 2, 3], "x": [0.1, 0.2, 0.3]})
     labels = pd.DataFrame({"id": [3, 1, 9], "y": [1, 0, 1]})
-    joined = with_labels(batch, labels, "id", "y")
-    assert joined.sort_values("id").to_dict("list") == {"id": [1, 3], "x": [0.1, 0.3], "y": [0, 1]}
+    both = joined(batch, keyed_labels(labels, "id", "y"), "id", "y")
+    assert both.sort_values("id").to_dict("list") == {"id": [1, 3], "x": [0.1, 0.3], "y": [0, 1]}
     with pytest.raises(SourceError, match="no column 'y'"):
-        with_labels(batch, labels.rename(columns={"y": "z"}), "id", "y")
+        keyed_labels(labels.rename(columns={"y": "z"}), "id", "y")
     with pytest.raises(SourceError, match="id column 'key'"):
-        with_labels(batch, labels, "key", "y")
+        keyed_labels(labels, "key", "y")
+    with pytest.raises(SourceError, match="batch has no id column 'key'"):
+        joined(batch, keyed_labels(labels.rename(columns={"id": "key"}), "key", "y"), "key", "y")
 
 
 def test_a_labels_file_without_batch_placeholder_is_a_spec_error(unlabelled: Path) -> None:
