@@ -29,6 +29,8 @@ BENCHMARKS = (
     "bench_store_opens",
     "bench_baseline",
     "bench_dask",
+    "bench_sql_pages",
+    "bench_partition_work",
 )
 
 

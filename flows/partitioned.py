@@ -7,10 +7,12 @@ worker process starts a temporary server of its own.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from prefect import flow, task
+from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from driftline.flows.prefect_driver import IN_MEMORY, PrefectDriver
@@ -21,13 +23,34 @@ from driftline.tasks.spec import load_spec
 WORKER_MEMORY = "4GB"
 
 
+@task(name="partition-work", **IN_MEMORY)
+def share_work(work: PartitionWork) -> PartitionWork:
+    """The checks, profiles and model as one task's result: the partition tasks take it as their
+    upstream, so a Dask worker receives it once (the scheduler's dependency), not once per partition."""
+    return work
+
+
+def on_every_worker(future: PrefectFuture[Any]) -> None:
+    """On a Dask task runner, copy the finished result of `future` to every worker: Dask places a task
+    where its inputs are, so the tasks taking it would otherwise all queue on the one worker holding it.
+    Other task runners share the flow's memory: nothing to copy."""
+    dask_runner = sys.modules.get("prefect_dask.task_runners")
+    if dask_runner is not None and isinstance(future, dask_runner.PrefectDaskFuture):
+        wrapped = future.wrapped_future
+        wrapped.client.replicate([wrapped])
+
+
 def prefect_mapper(
     fn: Callable[..., Any], partitions: Sequence[Partition], work: PartitionWork
 ) -> Iterator[Any]:
-    """One Prefect task per partition on the flow's task runner; states yielded in partition order."""
+    """One Prefect task per partition on the flow's task runner, all fed by one `share_work` task
+    (on Dask, its result copied to every worker first); states yielded in partition order."""
     as_task = task(fn, name="partition", **IN_MEMORY)
+    shared = share_work.submit(work)
+    on_every_worker(shared)
     futures = [
-        as_task.with_options(task_run_name=f"partition-{i}").submit(p, work) for i, p in enumerate(partitions)
+        as_task.with_options(task_run_name=f"partition-{i}").submit(p, shared)
+        for i, p in enumerate(partitions)
     ]
     for future in futures:
         yield future.result()
