@@ -5,6 +5,7 @@ Only the Prefect engine and `serve` import Prefect; everything else starts fast 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -133,13 +134,37 @@ EngineOption = Annotated[
 ]
 
 
-def _prefect_flows(purpose: str) -> Any:
-    """The Prefect flows module; without Prefect installed, exit naming the extra to install."""
+def _prefect_flows(purpose: str, module: str = "monitor", extra: str = "prefect") -> Any:
+    """A Prefect flows module (`monitor`, `partitioned`); without Prefect (or prefect-dask, for the
+    `dask` extra) installed, exit naming the extra to install."""
+    import importlib
+
     try:
-        from driftline.flows import monitor
+        return importlib.import_module(f"driftline.flows.{module}")
     except ImportError as exc:
-        fail(f"{purpose} needs Prefect: pip install 'driftline[prefect]' ({exc})")
-    return monitor
+        fail(f"{purpose} needs Prefect: pip install 'driftline[{extra}]' ({exc})")
+
+
+PartitionedOption = Annotated[
+    bool,
+    typer.Option(
+        "--partitioned",
+        help="Evaluate the batch partition by partition (Parquet partitions, or SQL pages of "
+        "batches.sql.page_by) and merge: in a pool of execution.workers processes, or one Prefect task "
+        "per partition under the Prefect engine.",
+    ),
+]
+DaskOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dask-address",
+        metavar="ADDRESS",
+        help="Run the partitions as tasks on the Dask scheduler at ADDRESS (implies --partitioned); "
+        "under the Prefect engine through prefect-dask, whose workers must reach the same Prefect API.",
+    ),
+]
+# How long to wait for the Dask scheduler of --dask-address before giving up.
+DASK_CONNECT_S = 15
 
 
 def _engine(choice: Engine) -> Engine:
@@ -172,22 +197,35 @@ def _show_progress() -> None:
 
 
 class BatchRunner:
-    """Runs one batch at a time on the chosen engine, sharing the profile cache between batches.
+    """Runs one batch at a time on the chosen engine, sharing the profile cache between batches;
+    `partitioned` (or a `dask_address`) evaluates each batch partition by partition.
 
     A context manager: under the Prefect engine with no API configured, it starts a temporary Prefect
-    server for the command and stops it at the end (the server also dies if the command is killed).
+    server for the command and stops it at the end (the server also dies if the command is killed);
+    a local run on Dask holds its client to the scheduler for the command.
     """
 
-    def __init__(self, spec_path: Path, spec: Any, engine: Engine) -> None:
+    def __init__(
+        self,
+        spec_path: Path,
+        spec: Any,
+        engine: Engine,
+        partitioned: bool = False,
+        dask_address: str | None = None,
+    ) -> None:
         from driftline.tasks.profiles import ProfileCache
 
         self.spec_path, self.spec, self.engine = spec_path, spec, _engine(engine)
+        self.partitioned, self.dask_address = partitioned or dask_address is not None, dask_address
         self.cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
         self._stack = ExitStack()
+        self.mapper: Any = None
 
     def __enter__(self) -> BatchRunner:
+        if self.partitioned:
+            self._require_partitions()
         if self.engine is Engine.prefect:
-            self.flow = _prefect_flows("the Prefect engine").monitor
+            self.flow = self._prefect_flow()
             from driftline.flows.temporary_server import prefect_api
 
             try:
@@ -196,7 +234,49 @@ class BatchRunner:
                 crash(exc)
         else:
             _show_progress()
+            if self.partitioned:
+                self.mapper = self._local_mapper()
         return self
+
+    def _require_partitions(self) -> None:
+        """A batch source that cannot be partitioned is named before any server or cluster starts."""
+        from driftline.tasks.partitioned import require_partitionable
+        from driftline.tasks.spec import SpecError
+
+        try:
+            require_partitionable(self.spec)
+        except SpecError as exc:
+            fail(f"--partitioned: {exc}")
+
+    def _prefect_flow(self) -> Any:
+        """The flow a batch runs as: the monitor, the partitioned monitor, or that on a Dask cluster."""
+        if not self.partitioned:
+            return _prefect_flows("the Prefect engine").monitor
+        if self.dask_address is None:
+            return _prefect_flows("--partitioned", "partitioned").partitioned_monitor
+        flows = _prefect_flows("--dask-address", "partitioned", extra="dask")
+        try:
+            import prefect_dask  # noqa: F401
+        except ImportError as exc:
+            fail(f"--dask-address needs prefect-dask: pip install 'driftline[dask]' ({exc})")
+        return functools.partial(flows.run_on_dask, address=self.dask_address)
+
+    def _local_mapper(self) -> Any:
+        """Partitions in a process pool, or as tasks on the Dask scheduler at `dask_address`."""
+        from driftline.tasks.partitioned import dask_mapper, pool_mapper
+
+        if self.dask_address is None:
+            return pool_mapper(self.spec.execution.workers)
+        try:
+            from distributed import Client
+        except ImportError as exc:
+            fail(f"--dask-address needs Dask: pip install 'driftline[dask]' ({exc})")
+        try:
+            client = self._stack.enter_context(Client(self.dask_address, timeout=DASK_CONNECT_S))
+        except (OSError, ValueError) as exc:
+            self._stack.close()
+            fail(f"--dask-address {self.dask_address}: cannot reach the Dask scheduler ({exc})")
+        return dask_mapper(client)
 
     def __exit__(self, *exc_info: object) -> None:
         self._stack.close()
@@ -204,6 +284,7 @@ class BatchRunner:
     def run(self, batch: str | None, **flags: bool) -> dict[str, Any]:
         """One batch; bad input exits 2, an unexpected failure exits 3 (never 1, which means drift)."""
         from driftline.tasks.model import ModelError
+        from driftline.tasks.partitioned import run_partitioned
         from driftline.tasks.pipeline import run_monitor
         from driftline.tasks.sources import SourceError
         from driftline.tasks.spec import SpecError
@@ -211,6 +292,9 @@ class BatchRunner:
         try:
             if self.engine is Engine.prefect:
                 return self.flow(str(self.spec_path.resolve()), batch, **flags)
+            if self.partitioned:
+                summary = run_partitioned(self.spec, batch, cache=self.cache, mapper=self.mapper, **flags)
+                return summary.to_dict()
             return run_monitor(self.spec, batch, cache=self.cache, **flags).to_dict()
         except (SourceError, SpecError, ModelError) as exc:
             fail(str(exc))
@@ -235,11 +319,13 @@ def run(
     as_json: JsonOption = False,
     quiet: QuietOption = False,
     engine: EngineOption = Engine.auto,
+    partitioned: PartitionedOption = False,
+    dask_address: DaskOption = None,
 ) -> None:
     """Run a monitor over one batch; exit 1 when a check reaches `fail_on` or the batch is empty."""
     json_mode(as_json)
     spec = _load_spec_or_exit(spec_path)
-    with BatchRunner(spec_path, spec, engine) as runner:
+    with BatchRunner(spec_path, spec, engine, partitioned, dask_address) as runner:
         summary = runner.run(batch)
     if as_json:
         print_json(summary)
@@ -263,6 +349,8 @@ def backfill(
     as_json: JsonOption = False,
     quiet: QuietOption = False,
     engine: EngineOption = Engine.auto,
+    partitioned: PartitionedOption = False,
+    dask_address: DaskOption = None,
 ) -> None:
     """Run a monitor over past batches, oldest first, printing each as it finishes; exit 1 if any failed."""
     json_mode(as_json)
@@ -274,7 +362,7 @@ def backfill(
     except SpecError as exc:
         fail(str(exc))
     summaries = []
-    with BatchRunner(spec_path, spec, engine) as runner:
+    with BatchRunner(spec_path, spec, engine, partitioned, dask_address) as runner:
         for i, batch_id in enumerate(batch_ids, 1):
             errors.print(f"[{i}/{len(batch_ids)}] batch {batch_id}", highlight=False)
             summary = runner.run(batch_id, alerts=alerts, retrain=retrain)

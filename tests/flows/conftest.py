@@ -1,4 +1,5 @@
-"""Fixtures of the flow tests: one real local Prefect server per session."""
+"""Fixtures of the flow tests: one real local Prefect server per session, and the partitioned-batch
+monitors of `tests.scale` for the command-line runs over them."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
+from tests.scale.conftest import monitor_data, specs  # noqa: F401  (fixtures shared with tests/scale)
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
