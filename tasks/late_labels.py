@@ -115,7 +115,7 @@ def labelled_batch(
 ) -> Labelled:
     """The batch's labelled rows: read whole, or, when it is read in partitions (Parquet files or SQL
     pages), joined one partition at a time, reading no further once more than `gather_rows` are
-    labelled."""
+    labelled; a labelled id in two partitions is a `SourceError`."""
     assert columns.id is not None and columns.label is not None
     keyed = keyed_labels(labels, columns.id, columns.label)
     try:
@@ -130,7 +130,14 @@ def labelled_batch(
         frames.append(joined(part.read(), keyed, columns.id, columns.label))
         if sum(len(f) for f in frames) > gather_rows:
             return Labelled(rows, None, f"{NOT_SUPPORTED} with more than {gather_rows} labelled rows")
-    return Labelled(rows, pd.concat(frames, ignore_index=True))
+    frame = pd.concat(frames, ignore_index=True)
+    repeated = frame[columns.id][frame[columns.id].duplicated()]
+    if len(repeated):
+        raise SourceError(
+            f"the batch gives id {repeated.iloc[0]!r} (column {columns.id!r}) to rows of more than one "
+            "partition"
+        )
+    return Labelled(rows, frame)
 
 
 def pending_batches(url: str, monitor: str, exclude: str) -> list[str]:

@@ -170,6 +170,15 @@ def test_partitions_that_cannot_be_joined_are_logged_and_retried(
         assert join(spec, BATCHES[1]) == []
     assert "gives an id in column 'id' to more than one row" in caplog.text
     clean.to_parquet(first, index=False)
+    second = first.with_name("part-1.parquet")
+    kept = pd.read_parquet(second)
+    shared = clean[clean["id"].isin(labels["id"])].head(1)  # a labelled row of part 0, again in part 1
+    pd.concat([kept, shared]).to_parquet(second, index=False)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="driftline.tasks.late_labels"):
+        assert join(spec, BATCHES[1]) == []
+    assert f"id {shared['id'].iloc[0]!r} (column 'id') to rows of more than one partition" in caplog.text
+    kept.to_parquet(second, index=False)
     assert [j.batch_id for j in join(spec, BATCHES[1])] == [BATCHES[0]]
     assert_metrics_match(spec, BATCHES[0], truth(monitor, BATCHES[0], labels))
 
