@@ -99,13 +99,20 @@ def partition_paths(pattern: str) -> list[Path]:
     return sorted(found, key=lambda p: _natural_key(str(p)))
 
 
+def named_or_newest(template: str, batch_id: str | None, nothing: str) -> str:
+    """`batch_id`, or when None the newest batch `template` lists; none is a `SourceError` that says
+    `nothing` (such as "no batch file matches") of the template."""
+    if batch_id is not None:
+        return batch_id
+    ids = list_batch_ids(template)
+    if not ids:
+        raise SourceError(f"{nothing} {template!r}")
+    return ids[-1]
+
+
 def batch_partitions(template: str, batch_id: str | None) -> tuple[str, list[Path]]:
     """The batch id (the newest when None) and its partition files; none found is a `SourceError`."""
-    if batch_id is None:
-        ids = list_batch_ids(template)
-        if not ids:
-            raise SourceError(f"no batch partitions match {template!r}")
-        batch_id = ids[-1]
+    batch_id = named_or_newest(template, batch_id, "no batch partitions match")
     paths = partition_paths(template.replace(BATCH_PLACEHOLDER, batch_id))
     if not paths:
         raise SourceError(f"batch {batch_id!r}: no Parquet partition matches {template!r}")
@@ -146,11 +153,7 @@ def load_file_batch(template: str, batch_id: str | None) -> Batch:
     """The batch `batch_id` (the newest when None) from a path template."""
     if is_partitioned(template):
         return load_partitioned_batch(template, batch_id)
-    if batch_id is None:
-        ids = list_batch_ids(template)
-        if not ids:
-            raise SourceError(f"no batch file matches {template!r}")
-        batch_id = ids[-1]
+    batch_id = named_or_newest(template, batch_id, "no batch file matches")
     path = Path(template.replace(BATCH_PLACEHOLDER, batch_id))
     frame = read_table(path)
     return Batch(batch_id, frame, batch_time_from_id(batch_id) or _file_time(path))
@@ -168,12 +171,17 @@ SQL_CHUNK_ROWS = 50_000
 def read_sql(url: str, query: str, params: dict[str, object] | None = None) -> pd.DataFrame:
     """Run a query through SQLAlchemy, streaming it in chunks; connection and SQL errors name the
     database (password hidden)."""
+    with sql_connection(url) as conn:
+        return streamed_frame(conn, query, params or {})
+
+
+def streamed_frame(conn: Any, query: str, params: dict[str, Any]) -> pd.DataFrame:
+    """The result of `query` on `conn`, fetched `SQL_CHUNK_ROWS` rows at a time from a server-side
+    cursor, with the dtypes one whole read gives."""
     from sqlalchemy import text
 
-    with sql_connection(url) as conn:
-        streamed = conn.execution_options(stream_results=True)
-        chunks = list(pd.read_sql(text(query), streamed, params=params or {}, chunksize=SQL_CHUNK_ROWS))
-    return concat_chunks(chunks)
+    streamed = conn.execution_options(stream_results=True)
+    return concat_chunks(list(pd.read_sql(text(query), streamed, params=params, chunksize=SQL_CHUNK_ROWS)))
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from driftline.tasks.sources import SQL_CHUNK_ROWS, SourceError, concat_chunks, sql_connection
+from driftline.tasks.sources import SQL_CHUNK_ROWS, SourceError, sql_connection, streamed_frame
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,6 @@ class SqlPage:
     def read(self) -> pd.DataFrame:
         """The page's rows; a count other than the planned one (the batch changed since it was
         planned) is a `SourceError`, since the batch positions of later pages would be wrong."""
-        from sqlalchemy import text
-
         with sql_connection(self.url) as conn:
             column = _quoted(conn, self.key)
             params = dict(self.params)
@@ -51,10 +49,7 @@ class SqlPage:
                 if self.hi is not None:
                     where, params["page_hi"] = f"{where} AND {column} < :page_hi", self.hi
             sql = f"SELECT * FROM ({_subquery(self.query)}) AS q WHERE {where} ORDER BY {column}"
-            streamed = conn.execution_options(stream_results=True)
-            frame = concat_chunks(
-                list(pd.read_sql(text(sql), streamed, params=params, chunksize=SQL_CHUNK_ROWS))
-            )
+            frame = streamed_frame(conn, sql, params)
         if len(frame) != self.rows:
             raise SourceError(
                 f"{self.name}: read {len(frame)} rows where {self.rows} were planned; "
