@@ -126,9 +126,11 @@ def labelled_batch(
     _, parts, _ = plan_batch(spec, batch_id, Driver())
     rows = sum(p.rows for p in parts)
     frames: list[pd.DataFrame] = []
+    labelled = 0
     for part in parts:
         frames.append(joined(part.read(), keyed, columns.id, columns.label))
-        if sum(len(f) for f in frames) > gather_rows:
+        labelled += len(frames[-1])
+        if labelled > gather_rows:
             return Labelled(rows, None, f"{NOT_SUPPORTED} with more than {gather_rows} labelled rows")
     frame = pd.concat(frames, ignore_index=True)
     repeated = frame[columns.id][frame[columns.id].duplicated()]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -270,7 +271,7 @@ def require_partitionable(spec: MonitorSpec) -> None:
     )
 
 
-def plan_batch(spec: MonitorSpec, batch_id: str | None, driver: Driver) -> tuple[str, list[Part], Any]:
+def plan_batch(spec: MonitorSpec, batch_id: str | None, driver: Driver) -> tuple[str, list[Part], datetime]:
     """The batch id, its partitions (Parquet files or SQL pages) and the time the batch stands for
     (the spec has passed `require_partitionable`)."""
     template, sql = source_args(spec, spec.batches, "batches")
@@ -312,13 +313,7 @@ def run_partitioned(
     driver.logger.info(
         "monitor %s: batch %s, %d rows in %d partitions", spec.name, batch_id, rows, len(partitions)
     )
-    started = {
-        "monitor": spec.name,
-        "batch_id": batch_id,
-        "batch_time": batch_time,
-        "flow_run_id": driver.run_id,
-    }
-    with tracked_run(spec, started):
+    with tracked_run(spec, driver, batch_id, batch_time):
         run = _PartitionedRun(spec, batch_id, partitions, cache, driver, gather_rows)
         results = run.results(mapper or pool_mapper(spec.execution.workers))
         return conclude_run(

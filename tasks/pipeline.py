@@ -148,8 +148,11 @@ def share_slice_codes(
     store: SliceCodes, checks: list[Check], cache: ProfileCache, columns: Columns, ref_hash: str
 ) -> None:
     """Compute once, before the workers fork, the batch's subset codes of every check whose profile is
-    cached and cuts features into subsets; a profile still to be fitted is left to its check."""
+    cached and cuts features into subsets; a profile still to be fitted is left to its check. Other
+    checks' profiles are not read here (their workers read them in parallel)."""
     for check in checks:
+        if type(check).slice_definitions is Check.slice_definitions:
+            continue
         profile = cache.lookup(check, columns, ref_hash)
         if profile is None or isinstance(profile, Unfittable):
             continue
@@ -193,23 +196,23 @@ def run_monitor(
         "load-batch", load_batch, *source_args(spec, spec.batches, "batches"), batch_id
     )
     driver.logger.info("monitor %s: batch %s, %d rows", spec.name, batch.batch_id, len(batch.frame))
-    started = {
-        "monitor": spec.name,
-        "batch_id": batch.batch_id,
-        "batch_time": batch.batch_time,
-        "flow_run_id": driver.run_id,
-    }
-    with tracked_run(spec, started):
+    with tracked_run(spec, driver, batch.batch_id, batch.batch_time):
         return _evaluate(spec, batch, cache, driver, alerts=alerts, retrain=retrain)
 
 
 @contextmanager
-def tracked_run(spec: MonitorSpec, started: dict[str, Any]) -> Iterator[None]:
-    """The block as one run in the history: marked `running` first (so a crash leaves a trace), its
-    heartbeat kept, marked crashed if the block raises; every store step of the block shares one
-    engine."""
+def tracked_run(spec: MonitorSpec, driver: Driver, batch_id: str, batch_time: datetime) -> Iterator[None]:
+    """The block as one run of the batch in the history: marked `running` first (so a crash leaves a
+    trace), its heartbeat kept, marked crashed if the block raises; every store step of the block
+    shares one engine."""
     from driftline.tasks.history.db import store_scope
 
+    started = {
+        "monitor": spec.name,
+        "batch_id": batch_id,
+        "batch_time": batch_time,
+        "flow_run_id": driver.run_id,
+    }
     with store_scope(spec.database_url()):
         run_id = mark_started(spec, started)
         try:
