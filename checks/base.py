@@ -12,6 +12,7 @@ import pandas as pd
 
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError
+from driftline.checks.evidence import Evidence, grade_results
 from driftline.checks.result import CheckResult, severity_for, worst_severity
 
 # Roles a check may declare in `needs`; the runner skips the check when one is absent.
@@ -31,6 +32,18 @@ ROLES = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class Metric:
+    """A thresholded metric as its check declares it, once: grading, the report and alert rules read
+    this. `change` says how its change against the reference is measured, `uncertainty` how its
+    confidence bound is computed (see `checks.evidence`)."""
+
+    thresholds: tuple[float, ...]
+    higher_is_worse: bool = True
+    change: str = "its value, against absolute thresholds"
+    uncertainty: str = "none: graded on its value"
+
+
 @dataclass(kw_only=True)
 class Check(ABC):
     """Base class of every catalog check.
@@ -47,12 +60,32 @@ class Check(ABC):
     needs: ClassVar[frozenset[str]] = frozenset()
     default_thresholds: ClassVar[Mapping[str, tuple[float, ...]]] = {}
     lower_is_worse: ClassVar[frozenset[str]] = frozenset()
+    # The thresholded metrics, declared once; checks that declare none get them from
+    # `default_thresholds` and `lower_is_worse`.
+    declared_metrics: ClassVar[Mapping[str, Metric]] = {}
+    # Below this many batch rows no verdict is possible: the check is `skipped`, naming the minimum.
+    min_verdict_rows: ClassVar[int] = 1
     # Targets are features (or feature pairs): a feature missing from the data becomes one error
     # result of its own while the runner still evaluates the others.
     per_feature: ClassVar[bool] = False
 
     thresholds: dict[str, list[float]] | None = None
     features: list[str] | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Keep `declared_metrics`, `default_thresholds` and `lower_is_worse` one fact: a class that
+        declares its metrics sets the other two from them; one that does not gets them declared."""
+        super().__init_subclass__(**kwargs)
+        if "declared_metrics" in cls.__dict__:
+            cls.default_thresholds = {m: d.thresholds for m, d in cls.declared_metrics.items()}
+            cls.lower_is_worse = frozenset(
+                m for m, d in cls.declared_metrics.items() if not d.higher_is_worse
+            )
+        elif not cls.declared_metrics or "default_thresholds" in cls.__dict__:
+            cls.declared_metrics = {
+                m: Metric(tuple(t), higher_is_worse=m not in cls.lower_is_worse)
+                for m, t in cls.default_thresholds.items()
+            }
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.thresholds or {}) - set(self.default_thresholds))
@@ -132,9 +165,24 @@ class Check(ABC):
         model_impact: float | None = None,
         details: Mapping[str, Any] | None = None,
         severity: str | None = None,
+        evidence: Mapping[str, Evidence] | None = None,
     ) -> CheckResult:
-        """An `ok` result graded with this check's thresholds (or with an explicit `severity`)."""
+        """An `ok` result graded with this check's thresholds (or with an explicit `severity`); with
+        `evidence`, graded on the confidence bounds of the metrics it covers (`checks.evidence`)."""
         thresholds = {m: t for m, t in self.effective_thresholds().items() if m in metrics}
+        if evidence:
+            result = CheckResult(
+                check=self.name,
+                target=target,
+                metrics=dict(metrics),
+                thresholds=thresholds,
+                rows=rows,
+                failing_rows=failing_rows,
+                model_impact=model_impact,
+                details=dict(details or {}),
+                evidence={m: e.to_dict() for m, e in evidence.items()},
+            )
+            return grade_results([result])[0]
         return CheckResult(
             check=self.name,
             target=target,

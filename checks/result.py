@@ -101,6 +101,7 @@ class CheckResult:
     model_impact: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    evidence: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -17,6 +17,7 @@ import pandas as pd
 from driftline.checks.base import Check
 from driftline.checks.columns import FEATURE_KINDS, Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.evidence import grade_results
 from driftline.checks.result import CheckResult
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ def run_check(
             return errors
         check, columns = narrowed
     results = _evaluate(check, current, columns, reference, profile, fit, strict)
-    return [r for r in results if r.target not in gaps] + errors
+    return grade_results([r for r in results if r.target not in gaps] + errors)
 
 
 def _preflight(
@@ -131,6 +132,9 @@ def _preflight(
         return [CheckResult.skipped(check.name, "*", reason, rows=rows)]
     if rows == 0:
         return [CheckResult.skipped(check.name, "*", "the batch is empty", rows=0)]
+    if rows < check.min_verdict_rows:
+        reason = f"{rows} row(s): {check.name} needs at least {check.min_verdict_rows} for a verdict"
+        return [CheckResult.skipped(check.name, "*", reason, rows=rows)]
     for label, frame in frames.items():
         absent = [] if frame is None else absent_columns(check, columns, frame)
         if absent:

@@ -31,7 +31,7 @@ from driftline.tasks.partitioned import GATHER_ROWS, NOT_SUPPORTED, plan_batch, 
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.sources import BATCH_PLACEHOLDER, SourceError, read_table
 from driftline.tasks.spec import MonitorSpec, Source, SpecError
-from driftline.tasks.steps import evaluate_check, load_batch, source_args
+from driftline.tasks.steps import evaluate_check, grade_run, load_batch, source_args
 
 log = logging.getLogger(__name__)
 # Runs looked at per monitor run, newest first: labels older than this many batches are not waited for.
@@ -193,13 +193,14 @@ def join_late_labels(
                 for name, _ in checks
             ]
         else:
-            results = [
+            evaluated = [
                 result
                 for name, params in checks
                 for result in evaluate_check(
                     registry.create(name, params), *scored, reference, ref_hash, cache
                 )
             ]
+            results = grade_run(evaluated, spec.alerts.confidence)
         labelled = None if scored is None else len(scored[0])
         note = {"rows": batch.rows, "labelled_rows": labelled} | (
             {"reason": batch.reason} if batch.reason else {}

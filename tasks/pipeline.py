@@ -32,7 +32,14 @@ from driftline.tasks.reference import LazyReference, PreparedReference, prepare_
 from driftline.tasks.retrain import RetrainRequest
 from driftline.tasks.sources import Batch
 from driftline.tasks.spec import CheckSpec, MonitorSpec, severity_at_least
-from driftline.tasks.steps import evaluate_check, load_batch, load_reference, require_reference, source_args
+from driftline.tasks.steps import (
+    evaluate_check,
+    grade_run,
+    load_batch,
+    load_reference,
+    require_reference,
+    source_args,
+)
 
 SCHEMA_CHECK = "schema.columns"
 log = logging.getLogger(__name__)
@@ -293,7 +300,7 @@ def conclude_run(
     """After the checks, whatever evaluated them: store, alert, join late labels (`label_options` go
     to `join_late_labels`), retrain and report."""
     state_dir = spec.base_dir / ".driftline"
-    results = ran.results
+    results = grade_run(ran.results, spec.alerts.confidence)
     worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
     summary = RunSummary(
         monitor=spec.name,

@@ -15,6 +15,8 @@ import pandas as pd
 
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
+from driftline.checks.evidence import grade_results
+from driftline.checks.result import CheckResult
 from driftline.checks.runner import run_check
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
@@ -126,3 +128,9 @@ def parse_record_times(record: dict[str, Any]) -> dict[str, Any]:
     """Undo the JSON encoding of `batch_time` in a spooled record."""
     value = record["batch_time"]
     return {**record, "batch_time": datetime.fromisoformat(value) if isinstance(value, str) else value}
+
+
+def grade_run(results: list[dict[str, Any]], confidence: float) -> list[dict[str, Any]]:
+    """Every result graded at the run's family-wise confidence: all the run's graded metrics, from
+    every check, count as one family (`checks.evidence`)."""
+    return [r.to_dict() for r in grade_results([CheckResult.from_dict(r) for r in results], confidence)]

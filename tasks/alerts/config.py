@@ -200,6 +200,12 @@ class AlertConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     min_severity: AlertSeverity = "medium"
+    confidence: float = Field(
+        0.99,
+        gt=0.5,
+        lt=1.0,
+        description="chance that a batch with no change raises no severity at all, over every graded metric",
+    )
     slack: SlackConfig | None = None
     console: bool = Field(True, description="print alerts when no Slack destination is configured")
     rules: list[AlertRule] = Field(default_factory=list, description="baseline rules over the history")

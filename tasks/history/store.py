@@ -272,7 +272,7 @@ def _metric_rows(result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         "failing_rows": result.get("failing_rows"),
         "model_impact": _number(result.get("model_impact"), check, target, "model_impact"),
         "reason": result.get("reason"),
-        "details": json_safe(dict(result.get("details") or {})),
+        "details": json_safe({**(result.get("details") or {}), **_evidence(result)}),
     }
     metrics = result.get("metrics") or {}
     thresholds = result.get("thresholds") or {}
@@ -286,6 +286,11 @@ def _metric_rows(result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
             "thresholds": json_safe(thresholds.get(metric)),
             **({"details": {}} if position else {}),
         }
+
+
+def _evidence(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The noise models a result was graded on, kept with its details (`checks.evidence`)."""
+    return {"evidence": result["evidence"]} if result.get("evidence") else {}
 
 
 def _number(value: Any, check: str, target: str, name: str) -> float | None:
