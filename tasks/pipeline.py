@@ -25,6 +25,7 @@ from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.checks.runner import missing_role
 from driftline.checks.slice_codes import SliceCodes, sharing_codes
 from driftline.tasks.attribution_plots import drawn_figures, write_figures
+from driftline.tasks.drift_overview import drift_overview
 from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
 from driftline.tasks.profiles import ProfileCache, Unfittable
@@ -301,6 +302,9 @@ def conclude_run(
     to `join_late_labels`), retrain and report."""
     state_dir = spec.base_dir / ".driftline"
     results = grade_run(ran.results, spec.alerts.confidence)
+    overview = drift_overview(results)
+    if overview is not None:
+        results.append(overview)
     worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
     summary = RunSummary(
         monitor=spec.name,
