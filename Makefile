@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-quick lint bench clean
 
 $(BIN)/driftline: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: $(BIN)/driftline
 test: $(BIN)/driftline
 	$(BIN)/python -m pytest -q
 	bash deployments/airflow/run-tests.sh -q
+
+# The fast loop: everything but the end-to-end tests (wheel, Prefect servers, browser, Airflow).
+test-quick: $(BIN)/driftline
+	$(BIN)/python -m pytest -q -m "not e2e"
 
 lint: $(BIN)/driftline
 	$(BIN)/ruff check .

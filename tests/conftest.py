@@ -25,6 +25,18 @@ def pytest_configure(config: pytest.Config) -> None:
         import prefect.main  # noqa: F401  (sets Prefect's logging up on import)
 
 
+# End-to-end tests: a built wheel in a fresh venv, real Prefect servers, a browser.
+END_TO_END_PATHS = ("tests/deploy/", "tests/packaging/", "tests/report/test_browser.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the end-to-end tests `e2e`, so that `make test-quick` can leave them out."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if item.nodeid.startswith(END_TO_END_PATHS) or "prefect_server" in fixtures:
+            item.add_marker(pytest.mark.e2e)
+
+
 POSTGRES_ADMIN_URL = os.environ.get(
     "DRIFTLINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
