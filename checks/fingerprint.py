@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,3 +24,27 @@ def config_fingerprint(*parts: Any) -> str:
     """SHA-256 of JSON-serialisable configuration (check name, parameters, column roles)."""
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.cache
+def _catalog_digest() -> str:
+    """SHA-256 of every module of the check catalog, read once per process."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.cache
+def code_fingerprint(cls: type) -> str:
+    """SHA-256 of the code a check's profile depends on: the catalog's modules and, for a check defined
+    outside it, the file that defines the class, so a profile cached by other code is refitted."""
+    digest = hashlib.sha256(_catalog_digest().encode())
+    try:
+        source = Path(inspect.getsourcefile(cls) or "").resolve()
+    except TypeError:
+        return digest.hexdigest()
+    catalog = Path(__file__).resolve().parent
+    if source.is_file() and catalog not in source.parents:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()

@@ -6,7 +6,9 @@ reference chunks are recorded. On a batch without labels, the calibrated probabi
 is the chance that its label is positive, so the expected confusion matrix is
 E[TP] = Σ p·[pred=1], E[FP] = Σ (1-p)·[pred=1], E[FN] = Σ p·[pred=0], E[TN] = Σ (1-p)·[pred=0],
 and accuracy, precision, recall and F1 follow from it; the expected ROC curve ranks rows by score
-with `p` and `1-p` as their positive and negative weights. See docs/estimation.md.
+with `p` and `1-p` as their positive and negative weights. A batch's estimate is graded against the
+estimator's own value on the reference (so an estimator's bias does not alarm for ever), with the
+spread of the realised metric over reference chunks as its noise. See docs/estimation.md.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 from driftline.checks._attribution_kernels import binary_auc
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.evidence import normal
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 
@@ -29,6 +32,7 @@ CALIBRATION_MODES = ("auto", "always", "never")
 CALIBRATION_FOLDS = 5
 ECE_BINS = 10
 SHUFFLE_SEED = 0
+MIN_VERDICT_ROWS = 30
 
 # --- estimation kernels ------------------------------------------------------------------------------
 
@@ -161,25 +165,52 @@ def calibration_test(score: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
 # --- sampling error ------------------------------------------------------------------------------------
 
 
+def chunks(rows: int, count: int) -> list[slice]:
+    """`count` disjoint chunks of m = rows // count consecutive rows (none when m is 0)."""
+    m = rows // count
+    return [slice(i * m, (i + 1) * m) for i in range(count)] if m else []
+
+
 def chunk_spread(
-    truth: np.ndarray, predicted: np.ndarray, score: np.ndarray, chunks: int
+    truth: np.ndarray, predicted: np.ndarray, score: np.ndarray, count: int
 ) -> tuple[dict[str, float], int]:
-    """Per-row sampling error of each realised metric: std over `chunks` disjoint reference chunks of m
+    """Per-row sampling error of each realised metric: std over `count` disjoint reference chunks of m
     rows (ddof=1, chunks where the metric is undefined left out) times √m. The standard error on n
     rows is then this value / √n. Returns (per-row error by metric, m)."""
-    m = len(truth) // chunks
-    if m < 1:
+    parts = chunks(len(truth), count)
+    if not parts:
         return dict.fromkeys(METRICS, float("nan")), 0
-    per_chunk = [
-        realised(truth[i * m : (i + 1) * m], predicted[i * m : (i + 1) * m], score[i * m : (i + 1) * m])
-        for i in range(chunks)
-    ]
+    m = parts[0].stop
+    per_chunk = [realised(truth[c], predicted[c], score[c]) for c in parts]
     spread = {}
     for metric in METRICS:
         values = np.array([c[metric] for c in per_chunk])
         values = values[np.isfinite(values)]
         spread[metric] = float(np.std(values, ddof=1) * np.sqrt(m)) if len(values) >= 2 else float("nan")
     return spread, m
+
+
+def band_coverage(
+    truth: np.ndarray,
+    predicted: np.ndarray,
+    score: np.ndarray,
+    p: np.ndarray,
+    count: int,
+    half_width: dict[str, float],
+) -> dict[str, float]:
+    """Share of the reference chunks whose realised metric lies within `half_width[metric]` of the
+    chunk's estimate: how often the band holds the truth where it can be checked (the calibration
+    was fitted on these rows, so a little optimistic)."""
+    parts = chunks(len(truth), count)
+    pairs = [
+        (realised(truth[c], predicted[c], score[c]), estimate(p[c], predicted[c], score[c])) for c in parts
+    ]
+    coverage = {}
+    for metric in METRICS:
+        gaps = np.array([abs(r[metric] - e[metric]) for r, e in pairs])
+        gaps = gaps[np.isfinite(gaps)]
+        coverage[metric] = float(np.mean(gaps <= half_width[metric])) if len(gaps) else float("nan")
+    return coverage
 
 
 # --- reading the data -----------------------------------------------------------------------------------
@@ -257,14 +288,17 @@ def _canonical(rows: _Rows) -> _Rows:
 
 @dataclass(frozen=True)
 class EstimationProfile:
-    """What the reference gives the estimator: calibration, realised metrics, per-row sampling error."""
+    """What the reference gives the estimator: calibration, realised and estimated metrics, per-row
+    sampling error and the band's coverage on reference chunks."""
 
     positive: Any
     classes: tuple[Any, ...]
     calibration: dict[str, Any]
     calibrator: IsotonicMap | None
     reference: dict[str, float]
+    estimated_reference: dict[str, float]
     per_row_error: dict[str, float]
+    coverage: dict[str, float]
     chunk_rows: int
     reference_rows: int
 
@@ -277,19 +311,31 @@ class EstimationProfile:
 @dataclass(kw_only=True)
 class EstimatedPerformance(Check):
     """Estimated performance without labels (CBPE): accuracy, precision, recall, F1 and AUC expected
-    from calibrated scores, each with a sampling-error band, against the reference's realised value.
+    from calibrated scores, each with a sampling-error band, against the estimator's own value on the
+    reference.
 
     Binary classification. Needs the score (and the prediction, or `threshold`) in the batch; the
     reference needs labels. One result per metric with `estimated`, `sampling_error` (reference chunk
     spread scaled to the batch size), `lower`/`upper` (estimated ± `band_sigmas` · sampling_error,
-    clipped to [0, 1]), `reference`, `degradation` (reference - estimated) and `relative_degradation`,
-    which is graded like performance.overall's.
+    clipped to [0, 1]), `reference` (realised on the reference), `estimated_reference` (the estimate
+    on the reference) and `degradation` (estimated_reference - estimated), which is graded in the
+    metric's units, like performance.overall's drops; `details["band_coverage"]` is the share of
+    reference chunks whose realised metric the band held.
     """
 
     name: ClassVar[str] = "performance.estimated"
     family: ClassVar[str] = "performance"
     needs: ClassVar[frozenset[str]] = frozenset({"score"})
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"relative_degradation": (0.05, 0.1, 0.2)}
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        "degradation": Metric(
+            (0.01, 0.02, 0.05),
+            change="drop of the estimated metric from the estimator's value on the reference, in the "
+            "metric's units (0.02 = two points)",
+            uncertainty="normal: the realised metric's spread over reference chunks, scaled to the "
+            "batch's and the reference's sizes, variances added",
+        )
+    }
+    min_verdict_rows: ClassVar[int] = MIN_VERDICT_ROWS
 
     threshold: float = 0.5
     calibration: str = "auto"
@@ -333,14 +379,20 @@ class EstimatedPerformance(Check):
         if not decision["calibrate"] and (rows.score.min() < 0 or rows.score.max() > 1):
             raise CheckInputError("scores outside [0, 1] must be calibrated (calibration: auto or always)")
         calibrator = IsotonicMap.fit(rows.score, rows.truth) if decision["calibrate"] else None
+        p = calibrator(rows.score) if calibrator is not None else rows.score
         spread, chunk_rows = chunk_spread(rows.truth, rows.predicted, rows.score, self.reference_chunks)
+        half_width = {m: self.band_sigmas * e / np.sqrt(max(chunk_rows, 1)) for m, e in spread.items()}
         return EstimationProfile(
             positive=positive,
             classes=classes,
             calibration=decision,
             calibrator=calibrator,
             reference=realised(rows.truth, rows.predicted, rows.score),
+            estimated_reference=estimate(p, rows.predicted, rows.score),
             per_row_error=spread,
+            coverage=band_coverage(
+                rows.truth, rows.predicted, rows.score, p, self.reference_chunks, half_width
+            ),
             chunk_rows=chunk_rows,
             reference_rows=len(rows.score),
         )
@@ -354,6 +406,10 @@ class EstimatedPerformance(Check):
             raise CheckInputError(
                 f"score {columns.score!r}: no batch row with a finite score and a prediction"
             )
+        names = self.metrics or METRICS
+        if n < self.min_verdict_rows:
+            reason = f"{n} usable row(s): {self.name} needs at least {self.min_verdict_rows} for a verdict"
+            return [CheckResult.skipped(self.name, m, reason, rows=len(current)) for m in names]
         p = profile.probabilities(rows.score)
         estimated = estimate(p, rows.predicted, rows.score)
         details = {
@@ -366,26 +422,28 @@ class EstimatedPerformance(Check):
             "estimated_rows": n,
             "dropped_rows": rows.dropped,
         }
-        return [
-            self._metric(m, estimated[m], profile, n, len(current), details) for m in self.metrics or METRICS
-        ]
+        return [self._metric(m, estimated[m], profile, n, len(current), details) for m in names]
 
     def _metric(
         self, name: str, value: float, profile: EstimationProfile, n: int, rows: int, details: dict
     ) -> CheckResult:
-        reference = profile.reference[name]
+        reference = profile.estimated_reference[name]
         if not np.isfinite(value) or not np.isfinite(reference):
             side = "reference" if not np.isfinite(reference) else "batch"
             return CheckResult.skipped(self.name, name, f"{name} is undefined on the {side}", rows=rows)
         error = profile.per_row_error[name] / np.sqrt(n)
+        standard_error = profile.per_row_error[name] * np.sqrt(1 / n + 1 / profile.reference_rows)
         degradation = reference - value
         metrics = {
             "estimated": value,
             "sampling_error": error,
             "lower": max(0.0, value - self.band_sigmas * error),
             "upper": min(1.0, value + self.band_sigmas * error),
-            "reference": reference,
+            "reference": profile.reference[name],
+            "estimated_reference": reference,
             "degradation": degradation,
-            "relative_degradation": degradation / max(abs(reference), 1e-12),
+            "standard_error": standard_error,
         }
-        return self.result(name, metrics, rows=rows, details=details)
+        details = {**details, "band_coverage": profile.coverage[name]}
+        evidence = {"degradation": normal(degradation, standard_error)}
+        return self.result(name, metrics, rows=rows, details=details, evidence=evidence)

@@ -14,7 +14,7 @@ import pandas as pd
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.errors import NotApplicable
-from driftline.checks.fingerprint import config_fingerprint
+from driftline.checks.fingerprint import code_fingerprint, config_fingerprint
 from driftline.tasks.files import write_cache_file
 from driftline.tasks.reference import LazyReference, materialised
 
@@ -32,7 +32,8 @@ class Unfittable:
 
 class ProfileCache:
     """Profiles in memory and, when `directory` is set, as pickles on disk keyed by a SHA-256 of
-    (reference content, check name, check parameters, column roles). Safe to share between threads."""
+    (reference content, check name, check parameters, column roles, the check's code). Safe to share
+    between threads."""
 
     def __init__(self, directory: Path | None = DEFAULT_CACHE_DIR) -> None:
         self.directory = directory
@@ -43,7 +44,8 @@ class ProfileCache:
 
     def key(self, check: Check, columns: Columns, reference_hash: str) -> str:
         """Cache key of one check's profile on one reference."""
-        return config_fingerprint(check.name, check.params(), columns.to_dict(), reference_hash)
+        code = code_fingerprint(type(check))
+        return config_fingerprint(check.name, check.params(), columns.to_dict(), reference_hash, code)
 
     def has(self, check: Check, columns: Columns, reference_hash: str) -> bool:
         """Whether the profile is cached (in memory or on disk), so fitting it needs no reference rows."""

@@ -161,9 +161,13 @@ def test_degradation_and_severity_follow_the_estimate():
     m = result.metrics
     truth, predicted = reference["label"] == 1, reference["prediction"] == 1
     assert m["reference"] == pytest.approx(skm.accuracy_score(truth, predicted))
-    assert m["degradation"] == pytest.approx(m["reference"] - m["estimated"])
-    assert m["relative_degradation"] == pytest.approx(m["degradation"] / m["reference"])
-    assert m["relative_degradation"] > 0.2 and result.severity == "high"
+    p = profile.probabilities(reference["score"].to_numpy())
+    expected_reference = np.mean(np.where(predicted, p, 1 - p))
+    assert m["estimated_reference"] == pytest.approx(expected_reference, rel=1e-12)
+    assert m["degradation"] == pytest.approx(m["estimated_reference"] - m["estimated"])
+    error = m["sampling_error"] * np.sqrt(1 + 3000 / 4000)
+    assert m["standard_error"] == pytest.approx(error)
+    assert m["degradation"] - 2.9 * error > 0.05 and result.severity == "high"
     assert m["lower"] == pytest.approx(m["estimated"] - 3 * m["sampling_error"])
     same = by_target(check.evaluate(synthetic(8, 3000, 0.0), profile, COLUMNS))["accuracy"]
     assert same.severity == "none"

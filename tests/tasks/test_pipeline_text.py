@@ -37,7 +37,9 @@ def test_model_calling_checks_run_in_the_monitor(text_spec: Path) -> None:
         "drift.unigrams": "ok",
         "attack.char_swap": "ok",
         "transform.lower": "ok",
+        "run.drifted_features": "ok",
     }
+    assert by_check["run.drifted_features"]["metrics"]["features"] == 1  # the one text column
     # The vectoriser lower-cases: lower-casing the text cannot change a single prediction.
     assert by_check["transform.lower"]["metrics"]["flip_rate"] == 0.0
     swap = by_check["attack.char_swap"]
