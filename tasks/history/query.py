@@ -122,7 +122,7 @@ def _run_dict(row: Any) -> dict[str, Any]:
 
 def _fold_results(rows: Any) -> list[dict[str, Any]]:
     """Group metric rows into result dicts keyed by (check, target); a result's `details` are stored
-    on one of its rows (the others hold `{}`), so they are merged."""
+    on one of its rows (the others hold `{}`), so they are merged, and its evidence taken back out."""
     results: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
         result = results.get((row["check"], row["target"]))
@@ -136,4 +136,8 @@ def _fold_results(rows: Any) -> list[dict[str, Any]]:
             result["metrics"][row["metric"]] = row["value"]
             if row["thresholds"] is not None:
                 result["thresholds"][row["metric"]] = row["thresholds"]
+    for result in results.values():
+        details = dict(result["details"] or {})
+        result["evidence"] = details.pop("evidence", {})
+        result["details"] = details
     return list(results.values())

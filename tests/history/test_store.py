@@ -42,6 +42,7 @@ def drift(target: str, psi: Any, ks: Any = 0.5, severity: str = "none") -> dict[
         "model_impact": 0.03,
         "details": {"bins": 10},
         "reason": None,
+        "evidence": {},
     }
 
 
@@ -80,6 +81,10 @@ def test_results_round_trip_in_the_result_format(store: Engine) -> None:
         failing_rows=10,
         model_impact=-0.125,
         details={"low": 0.0, "high": 99.0, "columns": ["age"]},
+        reason="share 0.25, lower bound 0.12 at 99% ≥ high threshold 0.1",
+        evidence={
+            "share": {"estimate": 0.25, "noise": "normal", "scale": 0.05, "df": 1.0, "higher_is_worse": True}
+        },
     )
     skipped = CheckResult.skipped("fairness.parity", "model", "no protected column", rows=40)
     results = [drift("age", 0.21, severity="medium"), checked, skipped.to_dict()]

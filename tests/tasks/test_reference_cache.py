@@ -105,6 +105,7 @@ def test_a_new_check_reads_the_reference_once_for_its_profile(tmp_path: Path, re
         "schema.columns": "ok",
         "drift.numeric": "ok",
         "abnormal.out_of_range": "ok",
+        "run.drifted_features": "ok",
     }
 
 
