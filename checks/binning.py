@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,11 +31,16 @@ import pandas as pd
 from scipy import special
 
 from driftline.checks.errors import CheckInputError
+from driftline.checks.evidence import NULL_DRAWS, Evidence, divergence_evidence
 
 DEFAULT_SMOOTHING = 1.0
 EMPTY_BIN_SHARE = 1e-6
 UNSEEN = "<unseen>"
 KS_EXACT_LIMIT = 10_000
+# No-change draws of a divergence over hundreds of cells (a text column's terms, a pair's joint table),
+# where each draw is costly: 200 fit the scaled chi-square about as well as the default 400 (the
+# fitted far-tail margin varies by about 3% between seeds instead of 2%) in half the time.
+LARGE_TABLE_DRAWS = 200
 
 
 def psi(
@@ -51,13 +57,37 @@ def psi(
         raise CheckInputError(f"PSI smoothing must be >= 0, got {smoothing}")
     if ref.sum() <= 0 or cur.sum() <= 0:
         raise CheckInputError("PSI needs at least one count on each side")
-    p = _shares(ref, smoothing)
-    q = _shares(cur, smoothing)
-    return float(np.sum((q - p) * np.log(q / p)))
+    return float(psi_rows(ref, cur, smoothing))
+
+
+def psi_rows(
+    reference_counts: np.ndarray, current_counts: np.ndarray, smoothing: float = DEFAULT_SMOOTHING
+) -> np.ndarray:
+    """PSI of each pair of rows of two (rows x bins) count arrays, unchecked: the vectorised form the
+    no-change simulations of `psi_evidence` evaluate."""
+    p = _shares(np.asarray(reference_counts, dtype=float), smoothing)
+    q = _shares(np.asarray(current_counts, dtype=float), smoothing)
+    return np.sum((q - p) * np.log(q / p), axis=-1)
+
+
+def psi_evidence(
+    reference_counts: Sequence[float],
+    current_counts: Sequence[float],
+    smoothing: float = DEFAULT_SMOOTHING,
+    draws: int = NULL_DRAWS,
+) -> Evidence:
+    """The PSI of two count vectors with its no-change noise: both samples redrawn at their sizes from
+    the pooled shares and the same smoothing (`checks.evidence.divergence_evidence`, seeded, so equal
+    counts give equal evidence); its estimate is `psi(...)`."""
+    value = psi(reference_counts, current_counts, smoothing)
+    statistic = partial(psi_rows, smoothing=smoothing)
+    return divergence_evidence(statistic, reference_counts, current_counts, value, draws)
 
 
 def _shares(counts: np.ndarray, smoothing: float) -> np.ndarray:
-    shares = (counts + smoothing) / (counts.sum() + smoothing * len(counts))
+    """Smoothed shares of each row of counts (the last axis holds the bins)."""
+    total = counts.sum(axis=-1, keepdims=True) + smoothing * counts.shape[-1]
+    shares = (counts + smoothing) / total
     return np.where(shares > 0, shares, EMPTY_BIN_SHARE)
 
 

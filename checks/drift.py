@@ -2,23 +2,30 @@
 
 Every check here grades the population stability index (PSI, defined in `checks.binning`: add-one
 smoothing by default, `smoothing=0` for the plain formula) with thresholds (0.1, 0.2, 0.3) for
-low/medium/high, except `drift.label`, which grades the Kolmogorov–Smirnov statistic. Each target
-(a feature, the label, the score) gets its own result; a target that cannot be computed gets an
-`error` or `skipped` result naming the column while the others go on. Nulls and NaN are dropped and
-counted in `details["dropped_rows"]`; -inf and +inf are values beyond every edge: they count in the
-first and last (open) bins and in the KS statistic, and `details["inf_rows"]` says how many there are
-(the Wasserstein distance is over the finite values).
+low/medium/high, except `drift.label`, which grades the largest change of a class share (classes)
+or the Kolmogorov–Smirnov statistic (a numeric label). Grades are taken on confidence bounds
+(`checks.evidence`): the PSI's no-change noise is simulated at the batch's and the reference's sizes
+(`checks.binning.psi_evidence`), a share change has the Agresti–Caffo standard error, the KS
+statistic the Kolmogorov distribution; other statistics (KS and Wasserstein of features, chi-square)
+are reported, not graded.
+
+Each target (a feature, the label, the score) gets its own result; a target that cannot be computed
+gets an `error` or `skipped` result naming the column while the others go on. Nulls and NaN are
+dropped and counted in `details["dropped_rows"]`; -inf and +inf are values beyond every edge: they
+count in the first and last (open) bins and in the KS statistic, and `details["inf_rows"]` says how
+many there are (the Wasserstein distance is over the finite values).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.binning import (
     DEFAULT_SMOOTHING,
     UNSEEN,
@@ -30,15 +37,38 @@ from driftline.checks.binning import (
     chi_square,
     present_values,
     psi,
+    psi_evidence,
     value_counts,
 )
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.evidence import Evidence, kolmogorov, proportion_change
 from driftline.checks.impact import model_impact
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 
-PSI_THRESHOLDS: dict[str, tuple[float, ...]] = {"psi": (0.1, 0.2, 0.3)}
+PSI_METRIC = Metric(
+    (0.1, 0.2, 0.3),
+    change="PSI of the batch's shares against the reference's, over the reference's bins or categories",
+    uncertainty=(
+        "simulated: the PSI of both samples redrawn at their sizes from the pooled shares, matched to a "
+        "scaled chi-square; the bound subtracts that no-change noise"
+    ),
+)
+SHARE_METRIC = Metric(
+    (0.015, 0.03, 0.06),
+    change="largest absolute change of a class's share of the labels (batch share − reference share)",
+    uncertainty=(
+        "normal, with the Agresti–Caffo standard error of the difference of the class's two shares; "
+        "the class is the one that moved most, and its one-sided bound holds at the thresholds, which "
+        "lie far above the noise"
+    ),
+)
+KS_METRIC = Metric(
+    (0.1, 0.2, 0.3),
+    change="two-sample Kolmogorov–Smirnov distance between the batch's and the reference's label",
+    uncertainty="Kolmogorov distribution of the distance under no change, K / sqrt(n m / (n + m))",
+)
 NUMERIC_TESTS = frozenset({"ks", "wasserstein"})
 DETAIL_CATEGORIES = 10
 
@@ -52,11 +82,13 @@ class _Unusable:
 
 
 @dataclass(frozen=True)
-class LabelSummary:
-    """Reference summary of the label: an ECDF sketch for KS and a PSI summary (classes or bins)."""
+class Comparison:
+    """One target's batch against its reference summary: metrics, details and the evidence of the
+    metrics the check grades."""
 
-    sketch: NumericSketch
-    distribution: NumericSketch | CategoryCounts
+    metrics: dict[str, float]
+    details: dict[str, Any]
+    evidence: dict[str, Evidence] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -64,7 +96,7 @@ class _DistributionDrift(Check):
     """Shared machinery: one reference summary per target, compared with the batch target by target."""
 
     family: ClassVar[str] = "drift"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = PSI_THRESHOLDS
+    declared_metrics: ClassVar[Mapping[str, Metric]] = {"psi": PSI_METRIC}
 
     bins: int = 10
     smoothing: float = DEFAULT_SMOOTHING
@@ -96,11 +128,9 @@ class _DistributionDrift(Check):
         """Reference summary of one target."""
         raise NotImplementedError
 
-    def compare(
-        self, summary: Any, values: pd.Series, target: str
-    ) -> tuple[dict[str, float], dict[str, Any]]:
-        """Metrics and details of one target's batch values against its summary: by default the PSI
-        against whichever summary the reference got, category counts or a numeric sketch."""
+    def compare(self, summary: Any, values: pd.Series, target: str) -> Comparison:
+        """One target's batch values against its summary: by default the PSI against whichever summary
+        the reference got, category counts or a numeric sketch."""
         if isinstance(summary, CategoryCounts):
             return self.compare_categories(summary, values, target)
         return self.compare_numeric(summary, values, target)
@@ -133,29 +163,44 @@ class _DistributionDrift(Check):
             return make(self.name, target, summary.reason, rows=rows)
         try:
             values = self.values(current, target, columns)
-            metrics, details = self.compare(summary, values, target)
+            comparison = self.compare(summary, values, target)
         except CheckInputError as exc:
             return CheckResult.error(self.name, target, str(exc), rows=rows)
         except NotApplicable as exc:
             return CheckResult.skipped(self.name, target, str(exc), rows=rows)
-        severity = self.severity(metrics)
-        failing, impact = self.impact(current, values, summary, severity, columns)
+        result = self.graded(target, comparison, rows)
+        if result.severity != "none":
+            result.failing_rows, result.model_impact = self.impact(current, values, summary, columns)
+        return result
+
+    def graded(self, target: str, comparison: Comparison, rows: int) -> CheckResult:
+        """The target's result, graded on the bounds of its evidence (at this target's own level: the
+        runner grades the check's targets again as one family)."""
         return self.result(
-            target,
-            metrics,
-            rows=rows,
-            failing_rows=failing,
-            model_impact=impact,
-            details=details,
-            severity=severity,
+            target, comparison.metrics, rows=rows, details=comparison.details, evidence=comparison.evidence
         )
 
-    def severity(self, metrics: dict[str, float]) -> str:
-        """Grade of one target (the thresholded metrics by default)."""
-        return self.grade(metrics)
+    def grades(self, metric: str) -> bool:
+        """Whether the check grades `metric` (so the metric needs evidence)."""
+        return metric in self.default_thresholds
+
+    def psi_of(
+        self, reference: np.ndarray, current: np.ndarray
+    ) -> tuple[dict[str, float], dict[str, Evidence]]:
+        """The PSI metric, with its evidence when the check grades it."""
+        if not self.grades("psi"):
+            return {"psi": psi(reference, current, self.smoothing)}, {}
+        evidence = psi_evidence(reference, current, self.smoothing)
+        return {"psi": evidence.estimate}, {"psi": evidence}
+
+    def ks_evidence(self, statistic: float, rows: int, reference_rows: int) -> dict[str, Evidence]:
+        """The KS distance's evidence when the check grades it (a reported statistic needs none)."""
+        if not self.grades("ks_statistic"):
+            return {}
+        return {"ks_statistic": kolmogorov(statistic, rows, reference_rows)}
 
     def impact(
-        self, current: pd.DataFrame, values: pd.Series, summary: Any, severity: str, columns: Columns
+        self, current: pd.DataFrame, values: pd.Series, summary: Any, columns: Columns
     ) -> tuple[int | None, float | None]:
         """Rows in drifted bins and their model impact; computed only by feature checks."""
         return None, None
@@ -180,15 +225,16 @@ class _DistributionDrift(Check):
 
     def compare_numeric(
         self, sketch: NumericSketch, values: pd.Series, target: str, tests: frozenset[str] = frozenset()
-    ) -> tuple[dict[str, float], dict[str, Any]]:
+    ) -> Comparison:
         """PSI on the reference bins (plus KS / Wasserstein when asked) with one sort of the batch."""
         present, dropped = present_values(values, target)
         self.require_rows(len(present), target)
         ordered = np.sort(present)
         current = bin_counts(ordered, sketch.edges)
-        metrics = {"psi": psi(sketch.counts, current, self.smoothing)}
+        metrics, evidence = self.psi_of(sketch.counts, current)
         if "ks" in tests:
             metrics["ks_statistic"], metrics["ks_pvalue"] = sketch.ks(ordered)
+            evidence.update(self.ks_evidence(metrics["ks_statistic"], len(ordered), sketch.n))
         if "wasserstein" in tests:
             metrics["wasserstein"] = sketch.wasserstein(ordered)
         details = {
@@ -205,16 +251,17 @@ class _DistributionDrift(Check):
         }
         if "ks" in tests:
             details["ks_exact"] = sketch.exact
-        return metrics, details
+        return Comparison(metrics, details, evidence)
 
     def compare_numeric_counts(
         self, sketch: NumericSketch, counts: NumericCounts, target: str, tests: frozenset[str] = frozenset()
-    ) -> tuple[dict[str, float], dict[str, Any]]:
+    ) -> Comparison:
         """`compare_numeric` from a batch's merged `NumericCounts` (PSI and KS; not Wasserstein)."""
         self.require_rows(counts.present, target)
-        metrics = {"psi": psi(sketch.counts, counts.bins, self.smoothing)}
+        metrics, evidence = self.psi_of(sketch.counts, counts.bins)
         if "ks" in tests:
             metrics["ks_statistic"], metrics["ks_pvalue"] = counts.ks(sketch)
+            evidence.update(self.ks_evidence(metrics["ks_statistic"], counts.present, sketch.n))
         details = {
             "bins": len(sketch.counts),
             "edges": sketch.edges.tolist(),
@@ -229,22 +276,22 @@ class _DistributionDrift(Check):
         }
         if "ks" in tests:
             details["ks_exact"] = sketch.exact
-        return metrics, details
+        return Comparison(metrics, details, evidence)
 
     def compare_categories(
         self, summary: CategoryCounts, values: pd.Series, target: str, chi2: bool = False
-    ) -> tuple[dict[str, float], dict[str, Any]]:
+    ) -> Comparison:
         """PSI over the reference categories plus a pooled bin for unseen ones (and the chi-square test)."""
         counts, dropped = value_counts(values)
         return self.compare_category_counts(summary, counts, dropped, target, chi2)
 
     def compare_category_counts(
         self, summary: CategoryCounts, counts: pd.Series, dropped: int, target: str, chi2: bool = False
-    ) -> tuple[dict[str, float], dict[str, Any]]:
+    ) -> Comparison:
         """`compare_categories` from the batch's category counts (string keys) and missing values."""
         self.require_rows(int(counts.sum()), target)
         ref, cur, unseen_names, unseen = summary.align(counts)
-        metrics = {"psi": psi(ref, cur, self.smoothing)}
+        metrics, evidence = self.psi_of(ref, cur)
         if chi2:
             metrics["chi2_statistic"], metrics["chi2_pvalue"] = chi_square(ref, cur)
         details = {
@@ -255,7 +302,7 @@ class _DistributionDrift(Check):
             "reference_rows": summary.n,
             "dropped_rows": dropped,
         }
-        return metrics, details
+        return Comparison(metrics, details, evidence)
 
 
 def _finite_range(ordered: np.ndarray) -> list[float] | None:
@@ -319,9 +366,9 @@ class _FeatureDrift(_DistributionDrift):
     compute_impact: bool = True
 
     def impact(
-        self, current: pd.DataFrame, values: pd.Series, summary: Any, severity: str, columns: Columns
+        self, current: pd.DataFrame, values: pd.Series, summary: Any, columns: Columns
     ) -> tuple[int | None, float | None]:
-        if severity == "none" or not self.compute_impact:
+        if not self.compute_impact:
             return None, None
         failing = self.over_represented(values, summary)
         return int(failing.sum()), model_impact(current, failing, columns)
@@ -393,27 +440,19 @@ class _FeatureDrift(_DistributionDrift):
             make = CheckResult.skipped if part.problem[0] == "skipped" else CheckResult.error
             return make(self.name, target, part.problem[1], rows=rows)
         try:
-            metrics, details = self.compare_counts(summary, part.counts, target)
+            comparison = self.compare_counts(summary, part.counts, target)
         except CheckInputError as exc:
             return CheckResult.error(self.name, target, str(exc), rows=rows)
         except NotApplicable as exc:
             return CheckResult.skipped(self.name, target, str(exc), rows=rows)
-        severity = self.severity(metrics)
-        failing, impact = None, None
-        if severity != "none" and self.compute_impact and part.impact is not None:
+        result = self.graded(target, comparison, rows)
+        if result.severity != "none" and self.compute_impact and part.impact is not None:
             grown = self.grown_groups(summary, part.counts)
-            failing, impact = part.impact.failing_rows(grown), part.impact.impact(grown)
-        return self.result(
-            target,
-            metrics,
-            rows=rows,
-            failing_rows=failing,
-            model_impact=impact,
-            details=details,
-            severity=severity,
-        )
+            result.failing_rows = part.impact.failing_rows(grown)
+            result.model_impact = part.impact.impact(grown)
+        return result
 
-    def compare_counts(self, summary: Any, counts: Any, target: str) -> tuple[dict, dict]:
+    def compare_counts(self, summary: Any, counts: Any, target: str) -> Comparison:
         """Metrics and details from the merged batch counts (as `compare` from the values)."""
         raise NotImplementedError
 
@@ -452,7 +491,7 @@ class NumericDrift(_FeatureDrift):
     def summarise(self, values: pd.Series, target: str, columns: Columns) -> NumericSketch:
         return self.numeric_summary(values, target)
 
-    def compare(self, summary: NumericSketch, values: pd.Series, target: str) -> tuple[dict, dict]:
+    def compare(self, summary: NumericSketch, values: pd.Series, target: str) -> Comparison:
         return self.compare_numeric(summary, values, target, frozenset(self.tests))
 
     mergeable: ClassVar[bool] = True
@@ -471,7 +510,7 @@ class NumericDrift(_FeatureDrift):
         codes = np.where(np.isnan(raw), k, summary.bin_index(raw))
         return NumericCounts.from_values(present, dropped, summary), codes, [*range(k), None]
 
-    def compare_counts(self, summary: NumericSketch, counts: NumericCounts, target: str) -> tuple[dict, dict]:
+    def compare_counts(self, summary: NumericSketch, counts: NumericCounts, target: str) -> Comparison:
         return self.compare_numeric_counts(summary, counts, target, frozenset(self.tests))
 
     def grown_groups(self, summary: NumericSketch, counts: NumericCounts) -> list[Any]:
@@ -502,7 +541,7 @@ class CategoricalDrift(_FeatureDrift):
     def summarise(self, values: pd.Series, target: str, columns: Columns) -> CategoryCounts:
         return self.category_summary(values, target)
 
-    def compare(self, summary: CategoryCounts, values: pd.Series, target: str) -> tuple[dict, dict]:
+    def compare(self, summary: CategoryCounts, values: pd.Series, target: str) -> Comparison:
         return self.compare_categories(summary, values, target, chi2=True)
 
     mergeable: ClassVar[bool] = True
@@ -515,9 +554,7 @@ class CategoricalDrift(_FeatureDrift):
         codes = np.where(codes < 0, len(uniques), codes)
         return CategoryTally(counts, dropped), codes, [*map(str, uniques), None]
 
-    def compare_counts(
-        self, summary: CategoryCounts, counts: CategoryTally, target: str
-    ) -> tuple[dict, dict]:
+    def compare_counts(self, summary: CategoryCounts, counts: CategoryTally, target: str) -> Comparison:
         return self.compare_category_counts(summary, counts.counts, counts.dropped, target, chi2=True)
 
     def grown_groups(self, summary: CategoryCounts, counts: CategoryTally) -> list[Any]:
@@ -544,6 +581,34 @@ def _is_discrete(values: pd.Series, columns: Columns) -> bool:
     return (columns.task or infer_task(values)) != "regression"
 
 
+def class_labels(values: pd.Series) -> pd.Series:
+    """Float labels that are all whole numbers as nullable integers, so that 1 and 1.0 name one class."""
+    if not pd.api.types.is_float_dtype(values.dtype):
+        return values
+    present = values.dropna().to_numpy(dtype=float)
+    whole = np.isfinite(present) & (present == np.round(present)) & (np.abs(present) < 2.0**53)
+    if not whole.all():
+        return values
+    return values.astype("Int64")
+
+
+def share_change(summary: CategoryCounts, counts: pd.Series) -> tuple[Evidence, dict[str, Any]]:
+    """The class whose share of the labels moved most (the unseen classes pooled; on a tie, as a binary
+    label's two classes always are, the one that rose), with the evidence of the absolute change: the
+    rise of its share, or of the other classes' together when it fell."""
+    ref, cur, _, _ = summary.align(counts)
+    change = cur / cur.sum() - ref / ref.sum()
+    k = max(range(len(change)), key=lambda i: (round(abs(change[i]), 12), change[i]))
+    hits, ref_hits = (cur[k], ref[k]) if change[k] >= 0 else (cur.sum() - cur[k], ref.sum() - ref[k])
+    evidence = proportion_change(float(hits), int(cur.sum()), float(ref_hits), int(ref.sum()))
+    details = {
+        "changed_class": [*summary.categories, UNSEEN][k],
+        "reference_share": float(ref[k] / ref.sum()),
+        "current_share": float(cur[k] / cur.sum()),
+    }
+    return evidence, details
+
+
 @dataclass(kw_only=True)
 class _LabelDistribution(_DistributionDrift):
     """Drift of the label column: classes for classification, quantile bins for regression."""
@@ -553,9 +618,10 @@ class _LabelDistribution(_DistributionDrift):
     def targets(self, columns: Columns) -> list[str]:
         return [columns.label] if columns.label else []
 
-    def distribution(
-        self, values: pd.Series, target: str, columns: Columns
-    ) -> NumericSketch | CategoryCounts:
+    def values(self, frame: pd.DataFrame, target: str, columns: Columns) -> pd.Series:
+        return class_labels(super().values(frame, target, columns))
+
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> NumericSketch | CategoryCounts:
         if _is_discrete(values, columns):
             return self.category_summary(values, target)
         return self.numeric_summary(values, target)
@@ -564,32 +630,33 @@ class _LabelDistribution(_DistributionDrift):
 @register
 @dataclass(kw_only=True)
 class LabelDrift(_LabelDistribution):
-    """Label drift: two-sample KS test on the (numeric) label, failing when the p-value is below
-    `p_value_threshold` and the KS statistic reaches its thresholds; PSI reported alongside."""
+    """Label drift: the largest change of a class's share of the labels (classification), or the
+    two-sample Kolmogorov–Smirnov distance of a numeric label (regression); PSI reported alongside.
+
+    A binary label's share change is its rate's change (a default rate going from 0.219 to 0.281 is
+    0.062). Thresholds in share units, 0.015 / 0.03 / 0.06 (1.5, 3 and 6 percentage points): a rate
+    moving by 3 points (0.219 to 0.249, a seventh more defaults) shifts the average a model calibrated
+    on the reference should predict by as much, and 6 points is a new regime. A KS distance of a 0/1
+    label equals its share change, so the KS thresholds 0.1 / 0.2 / 0.3 were 10 to 30 points.
+    """
 
     name: ClassVar[str] = "drift.label"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"ks_statistic": (0.1, 0.2, 0.3)}
+    declared_metrics: ClassVar[Mapping[str, Metric]] = {
+        "share_change": SHARE_METRIC,
+        "ks_statistic": KS_METRIC,
+    }
 
-    p_value_threshold: float = 0.01
-
-    def summarise(self, values: pd.Series, target: str, columns: Columns) -> LabelSummary:
-        if not pd.api.types.is_numeric_dtype(values.dtype):
-            raise NotApplicable(
-                f"label {target!r} is not numeric: KS needs ordered values (use drift.label_psi)"
-            )
-        return LabelSummary(self.numeric_summary(values, target), self.distribution(values, target, columns))
-
-    def compare(self, summary: LabelSummary, values: pd.Series, target: str) -> tuple[dict, dict]:
-        metrics, details = super().compare(summary.distribution, values, target)
-        present, _ = present_values(values, target)
-        metrics["ks_statistic"], metrics["ks_pvalue"] = summary.sketch.ks(np.sort(present))
-        details["ks_exact"] = summary.sketch.exact
-        return metrics, details
-
-    def severity(self, metrics: dict[str, float]) -> str:
-        if not metrics["ks_pvalue"] < self.p_value_threshold:
-            return "none"
-        return self.grade({"ks_statistic": metrics["ks_statistic"]})
+    def compare(self, summary: NumericSketch | CategoryCounts, values: pd.Series, target: str) -> Comparison:
+        if isinstance(summary, NumericSketch):
+            return self.compare_numeric(summary, values, target, frozenset({"ks"}))
+        counts, dropped = value_counts(values)
+        comparison = self.compare_category_counts(summary, counts, dropped, target)
+        evidence, details = share_change(summary, counts)
+        return Comparison(
+            {"share_change": evidence.estimate, **comparison.metrics},
+            {**details, **comparison.details},
+            {"share_change": evidence},
+        )
 
 
 @register
@@ -598,9 +665,6 @@ class LabelPSIDrift(_LabelDistribution):
     """Label drift by PSI: over the classes for classification, on reference-quantile bins for regression."""
 
     name: ClassVar[str] = "drift.label_psi"
-
-    def summarise(self, values: pd.Series, target: str, columns: Columns) -> NumericSketch | CategoryCounts:
-        return self.distribution(values, target, columns)
 
 
 @register

@@ -1,46 +1,62 @@
 """Drift of the relations between columns: Pearson correlation and mutual information, per pair.
 
 A pair drifts when the absolute change of its dependence score between the reference and the batch
-reaches the difference threshold (0.2 by default, compared with the rounding tolerance of
-`driftline.checks.result.reaches`, so 0.7 - 0.5 counts as 0.2); for correlations the change must also be
-significant (Fisher z-test p-value below `p_value_threshold`, 0.05 by default). Rows where either
-column of a pair is NaN or inf are left out of that pair and counted in `details["dropped_rows"]`.
+is known to reach the difference threshold (0.2 by default, compared with the rounding tolerance of
+`driftline.checks.result.reaches`, so 0.7 - 0.5 counts as 0.2): the grade is taken on the change's
+lower confidence bound (`checks.evidence`). A correlation's change has the delta-method standard
+error of Fisher's z; a mutual information's change its no-change noise, simulated by redrawing both
+joint tables at their sizes from the pooled one. The Fisher z-test p-value of a correlation change is
+reported alongside. Rows where either column of a pair is NaN or inf are left out of that pair and
+counted in `details["dropped_rows"]`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from driftline.checks.base import Check
-from driftline.checks.binning import quantile_edges, value_counts
+from driftline.checks.base import Check, Metric
+from driftline.checks.binning import LARGE_TABLE_DRAWS, quantile_edges, value_counts
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError
+from driftline.checks.evidence import Evidence, divergence_evidence, normal
 from driftline.checks.registry import register
-from driftline.checks.result import CheckResult, reaches
+from driftline.checks.result import CheckResult
 
-DIFF_THRESHOLDS: dict[str, tuple[float, ...]] = {"abs_diff": (0.2,)}
+CORRELATION_METRIC = Metric(
+    (0.2,),
+    change="absolute change of the pair's Pearson correlation, |r_batch − r_reference|",
+    uncertainty=(
+        "normal, with the delta-method standard error of Fisher's z on each side, "
+        "sqrt((1 − r_reference²)² / (n_reference − 3) + (1 − r_batch²)² / (n_batch − 3))"
+    ),
+)
+MUTUAL_INFO_METRIC = Metric(
+    (0.2,),
+    change="absolute change of the pair's mutual information (nats), |MI_batch − MI_reference|",
+    uncertainty=(
+        "simulated: both joint tables redrawn at their sizes from the pooled table, the change's "
+        "no-change distribution matched to a scaled chi-square; the bound subtracts that noise"
+    ),
+)
 CHUNK_ROWS = 100_000
 RANKING_ROWS = 100_000
 PAIR_SEPARATOR = " ~ "
 
 
-def dependence_drifted(
-    reference: float,
-    current: float,
-    diff_threshold: float,
-    p_value: float | None = None,
-    p_threshold: float | None = None,
-) -> bool:
-    """True when |current - reference| reaches `diff_threshold` (with tolerance) and, when a p-value
-    threshold is given, the p-value is below it."""
-    if not reaches(abs(current - reference), diff_threshold):
-        return False
-    return p_threshold is None or (p_value is not None and p_value < p_threshold)
+def correlation_change(r_reference: float, n_reference: int, r_current: float, n_current: int) -> Evidence:
+    """Evidence of |r_batch − r_reference|: each correlation's delta-method standard error of Fisher's z,
+    (1 − r²) / sqrt(n − 3), combined as independent samples."""
+    se = np.hypot(
+        (1.0 - r_reference**2) / np.sqrt(n_reference - 3), (1.0 - r_current**2) / np.sqrt(n_current - 3)
+    )
+    return normal(abs(r_current - r_reference), float(se))
 
 
 def fisher_z_pvalue(r_reference: float, n_reference: int, r_current: float, n_current: int) -> float:
@@ -120,8 +136,8 @@ def pairwise_correlation(matrix: np.ndarray, shift: np.ndarray) -> tuple[np.ndar
 @dataclass(kw_only=True)
 class CorrelationDrift(Check):
     """Correlation drift: Pearson correlation per pair of numeric features (and feature ~ label when the
-    label is numeric), reference against batch; drifts when |r_batch - r_ref| reaches the threshold and
-    the Fisher z-test p-value is below `p_value_threshold`.
+    label is numeric), reference against batch; drifts when |r_batch - r_ref| is known to reach the
+    threshold (its lower confidence bound does); the Fisher z-test p-value is reported.
 
     With more candidate pairs than `max_pairs`, the pairs with the strongest reference correlation are
     tracked (chosen once, at fit).
@@ -131,9 +147,8 @@ class CorrelationDrift(Check):
     family: ClassVar[str] = "drift"
     per_feature: ClassVar[bool] = True
     needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DIFF_THRESHOLDS
+    declared_metrics: ClassVar[Mapping[str, Metric]] = {"abs_diff": CORRELATION_METRIC}
 
-    p_value_threshold: float = 0.05
     include_label: bool = True
     max_pairs: int | None = 1000
 
@@ -191,13 +206,15 @@ class CorrelationDrift(Check):
     def _pair(
         self, target: str, r_ref: float, n_ref: int, r_cur: float, n_cur: int, rows: int
     ) -> CheckResult:
-        p_value = fisher_z_pvalue(r_ref, n_ref, r_cur, n_cur)
-        metrics = {"reference": r_ref, "current": r_cur, "abs_diff": abs(r_cur - r_ref), "p_value": p_value}
-        severity = (
-            self.grade({"abs_diff": metrics["abs_diff"]}) if p_value < self.p_value_threshold else "none"
-        )
+        change = correlation_change(r_ref, n_ref, r_cur, n_cur)
+        metrics = {
+            "reference": r_ref,
+            "current": r_cur,
+            "abs_diff": change.estimate,
+            "p_value": fisher_z_pvalue(r_ref, n_ref, r_cur, n_cur),
+        }
         details = {"reference_rows": n_ref, "pair_rows": n_cur, "dropped_rows": rows - n_cur}
-        return self.result(target, metrics, rows=rows, details=details, severity=severity)
+        return self.result(target, metrics, rows=rows, details=details, evidence={"abs_diff": change})
 
 
 def _pair_problem(a: str, b: str, r_ref: float, n_ref: int, r_cur: float, n_cur: float) -> str | None:
@@ -250,26 +267,45 @@ class CategoryCoder:
         return lookup[codes]  # the sentinel -1 of a missing value picks the trailing -1
 
 
-def mutual_information(x: np.ndarray, kx: int, y: np.ndarray, ky: int) -> tuple[float, int]:
-    """Mutual information (nats) of two code arrays over the rows where both are >= 0, and that row count."""
+def joint_counts(x: np.ndarray, kx: int, y: np.ndarray, ky: int) -> np.ndarray:
+    """The kx x ky table of counts of two code arrays over the rows where both are >= 0."""
     keep = (x >= 0) & (y >= 0)
-    n = int(keep.sum())
-    if n == 0:
-        return float("nan"), 0
-    joint = np.bincount(x[keep] * ky + y[keep], minlength=kx * ky).reshape(kx, ky) / n
-    px, py = joint.sum(axis=1, keepdims=True), joint.sum(axis=0, keepdims=True)
-    nz = joint > 0
-    return float(np.sum(joint[nz] * np.log(joint[nz] / (px @ py)[nz]))), n
+    return np.bincount(x[keep] * ky + y[keep], minlength=kx * ky).reshape(kx, ky)
+
+
+def table_information(tables: np.ndarray) -> np.ndarray:
+    """Mutual information (nats) of each joint count table (the last two axes), NaN for an empty one."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        joint = tables / tables.sum(axis=(-2, -1), keepdims=True)
+        independent = joint.sum(axis=-1, keepdims=True) * joint.sum(axis=-2, keepdims=True)
+        terms = np.where(joint > 0, joint * np.log(joint / independent), 0.0)
+    return np.where(np.isnan(joint).any(axis=(-2, -1)), np.nan, terms.sum(axis=(-2, -1)))
+
+
+def information_change(reference: np.ndarray, current: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """|MI(current) − MI(reference)| of each pair of rows of flattened (rows x cells) joint tables."""
+    return np.abs(
+        table_information(current.reshape(-1, *shape)) - table_information(reference.reshape(-1, *shape))
+    )
+
+
+def mutual_info_change(reference: np.ndarray, current: np.ndarray) -> Evidence:
+    """Evidence of a pair's MI change from its two joint tables: the change's no-change noise simulated
+    by `checks.evidence.divergence_evidence` (seeded: equal tables give equal evidence; up to
+    (max_categories + 1)² cells, hence `LARGE_TABLE_DRAWS`)."""
+    observed = float(information_change(reference.ravel(), current.ravel(), reference.shape)[0])
+    statistic = partial(information_change, shape=reference.shape)
+    return divergence_evidence(statistic, reference.ravel(), current.ravel(), observed, LARGE_TABLE_DRAWS)
 
 
 @dataclass(frozen=True)
 class MutualInfoProfile:
-    """Coders of the columns involved, the tracked pairs and their reference mutual information."""
+    """Coders of the columns involved, the tracked pairs and their reference joint count tables."""
 
     coders: dict[str, NumericCoder | CategoryCoder]
     problems: dict[str, str]
     pairs: tuple[tuple[str, str], ...]
-    reference: dict[tuple[str, str], float]
+    reference: dict[tuple[str, str], np.ndarray]
 
 
 @dataclass(kw_only=True)
@@ -278,7 +314,7 @@ class _MutualInfoDrift(Check):
     bins, categorical ones on their `max_categories` most frequent reference values plus an "other" bin."""
 
     family: ClassVar[str] = "drift"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DIFF_THRESHOLDS
+    declared_metrics: ClassVar[Mapping[str, Metric]] = {"abs_diff": MUTUAL_INFO_METRIC}
     per_feature: ClassVar[bool] = True
 
     bins: int = 10
@@ -307,8 +343,8 @@ class _MutualInfoDrift(Check):
         usable = [p for p in pairs if p[0] in codes and p[1] in codes]
         kept = set(self._strongest(usable, codes, coders))
         pairs = [p for p in pairs if p in kept or p not in usable]
-        ref_mi = {p: self._mi(p, codes, coders)[0] for p in pairs if p in kept}
-        return MutualInfoProfile(coders=coders, problems=problems, pairs=tuple(pairs), reference=ref_mi)
+        tables = {p: self._table(p, codes, coders) for p in pairs if p in kept}
+        return MutualInfoProfile(coders=coders, problems=problems, pairs=tuple(pairs), reference=tables)
 
     def _coder(self, reference: pd.DataFrame, name: str, columns: Columns) -> NumericCoder | CategoryCoder:
         if name not in reference.columns:
@@ -327,9 +363,9 @@ class _MutualInfoDrift(Check):
         return NumericCoder(edges=quantile_edges(values, self.bins))
 
     @staticmethod
-    def _mi(pair: tuple[str, str], codes: dict[str, np.ndarray], coders: dict[str, Any]) -> tuple[float, int]:
+    def _table(pair: tuple[str, str], codes: dict[str, np.ndarray], coders: dict[str, Any]) -> np.ndarray:
         a, b = pair
-        return mutual_information(codes[a], coders[a].size, codes[b], coders[b].size)
+        return joint_counts(codes[a], coders[a].size, codes[b], coders[b].size)
 
     def _strongest(
         self, pairs: list[tuple[str, str]], codes: dict[str, np.ndarray], coders: dict[str, Any]
@@ -341,7 +377,7 @@ class _MutualInfoDrift(Check):
         n = len(next(iter(codes.values())))
         step = max(1, n // RANKING_ROWS)
         sample = {k: v[::step] for k, v in codes.items()}
-        strength = np.nan_to_num([self._mi(p, sample, coders)[0] for p in pairs], nan=-1.0)
+        strength = np.nan_to_num([table_information(self._table(p, sample, coders)) for p in pairs], nan=-1.0)
         return [pairs[i] for i in np.argsort(-strength, kind="stable")[: self.max_pairs]]
 
     def evaluate(
@@ -371,17 +407,22 @@ class _MutualInfoDrift(Check):
         reason = problems.get(pair[0]) or problems.get(pair[1])
         if reason:
             return CheckResult.error(self.name, target, reason, rows=rows)
-        mi, n = self._mi(pair, codes, profile.coders)
+        table, reference = self._table(pair, codes, profile.coders), profile.reference[pair]
+        n = int(table.sum())
         if n == 0:
             return CheckResult.skipped(self.name, target, "no row where both columns are present", rows=rows)
-        ref = profile.reference[pair]
-        if np.isnan(ref):
+        if reference.sum() == 0:
             return CheckResult.skipped(
                 self.name, target, "no reference row where both columns are present", rows=rows
             )
-        metrics = {"reference": ref, "current": mi, "abs_diff": abs(mi - ref)}
+        change = mutual_info_change(reference, table)
+        metrics = {
+            "reference": float(table_information(reference)),
+            "current": float(table_information(table)),
+            "abs_diff": change.estimate,
+        }
         details = {"pair_rows": n, "dropped_rows": rows - n, "bins": [profile.coders[c].size for c in pair]}
-        return self.result(target, metrics, rows=rows, details=details)
+        return self.result(target, metrics, rows=rows, details=details, evidence={"abs_diff": change})
 
 
 @register

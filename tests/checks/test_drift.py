@@ -89,9 +89,13 @@ def test_psi_worked_example_through_checks(name, columns, smoothing, expected):
     check = registry.create(name, {"smoothing": smoothing})
     result = only_result(check, current, Columns(**columns), reference)
     assert result.metrics["psi"] == pytest.approx(expected, abs=1e-9)
-    # the document: "If our PSI threshold was 0.1 then the test would fail"; default grading is medium
-    assert result.severity == "medium"
+    # the document: "If our PSI threshold was 0.1 then the test would fail"; its estimate is medium
+    assert check.grade(result.metrics) == "medium"
     assert registry.create(name, {"thresholds": {"psi": [0.1]}}).grade(result.metrics) == "high"
+    # on 175 rows the PSI is known to exceed 0.1, not 0.2; twenty times the rows make it medium
+    assert result.severity == "low" and result.metrics["psi_bound"] < 0.2 <= result.metrics["psi"]
+    larger = only_result(check, counts_frame([500, 3000]), Columns(**columns), counts_frame([2000, 4000]))
+    assert larger.severity == "medium"
 
 
 def test_psi_severity_and_threshold_golden():
@@ -261,32 +265,46 @@ def label_frames():
     return reference, current
 
 
-def test_label_drift_ks_matches_scipy_and_reports_psi():
+def test_label_drift_share_change_of_a_binary_label_and_reports_psi():
     reference, current = label_frames()
     columns = Columns(label="label", score="score", task="binary")
     result = only_result("drift.label", current, columns, reference)
-    expected = stats.ks_2samp(reference["label"], current["label"], method="asymp")
-    assert result.metrics["ks_statistic"] == pytest.approx(expected.statistic)
-    assert result.metrics["ks_pvalue"] == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-300)
+    # a 0/1 label's largest share change is its rate's change, the KS distance of the two samples
+    expected = stats.ks_2samp(reference["label"], current["label"]).statistic
+    assert result.metrics["share_change"] == pytest.approx(expected, abs=1e-12)
+    assert result.details["current_share"] - result.details["reference_share"] == pytest.approx(
+        current["label"].mean() - reference["label"].mean()
+    )
     r = reference["label"].value_counts().sort_index().to_numpy()
     c = current["label"].value_counts().sort_index().to_numpy()
     assert result.metrics["psi"] == pytest.approx(plain_psi((r + 1) / (r.sum() + 2), (c + 1) / (c.sum() + 2)))
-    assert result.severity == "low"  # D is about 0.2 minus sampling noise, p far below 0.01
+    assert set(result.evidence) == {"share_change"}  # PSI is reported, not graded, by drift.label
+    assert result.severity == "high"  # the rate moves from 0.3 to 0.5 on 3,000 rows
 
 
-def test_label_drift_worked_example_gates_on_p_value():
-    check = registry.create("drift.label")
-    # the document: p = 0.005 below 0.01 and statistic 0.2 above 0.1 -> a warning
-    assert check.severity({"ks_statistic": 0.2, "ks_pvalue": 0.005}) == "medium"
-    assert check.severity({"ks_statistic": 0.2, "ks_pvalue": 0.02}) == "none"
+def test_label_drift_ks_of_a_numeric_label_on_its_kolmogorov_bound():
+    rng = np.random.default_rng(RNG_SEED)
+    reference = pd.DataFrame({"y": rng.normal(0, 1, 4000)})
+    current = pd.DataFrame({"y": rng.normal(0.6, 1, 1500)})
+    result = only_result("drift.label", current, Columns(label="y", task="regression"), reference)
+    expected = stats.ks_2samp(reference["y"], current["y"], method="asymp")
+    assert result.metrics["ks_statistic"] == pytest.approx(expected.statistic, abs=1e-12)
+    assert result.metrics["ks_pvalue"] == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-300)
+    bound = expected.statistic - stats.kstwobign.ppf(0.99) / math.sqrt(4000 * 1500 / 5500)
+    assert result.metrics["ks_statistic_bound"] == pytest.approx(bound, rel=1e-9)
+    assert result.severity == "medium"  # D about 0.24, its lower bound about 0.19
 
 
-def test_label_drift_skips_text_labels():
-    reference = pd.DataFrame({"label": ["a", "b"] * 20})
-    [result] = run_check(
-        registry.create("drift.label"), reference, Columns(label="label"), reference=reference
-    )
-    assert result.status == "skipped" and "drift.label_psi" in result.reason
+def test_label_drift_text_and_float_labels_are_classes():
+    reference = pd.DataFrame({"label": ["a", "b", "c", "c"] * 500})
+    current = pd.DataFrame({"label": ["a", "c", "c", "c"] * 300})
+    result = only_result("drift.label", current, Columns(label="label"), reference)
+    assert result.details["changed_class"] == "c"
+    assert result.metrics["share_change"] == pytest.approx(0.75 - 0.5)
+    ints = pd.DataFrame({"label": [0, 1, 1, 1] * 200})
+    floats = ints.astype(float)
+    result = only_result("drift.label", floats, Columns(label="label", task="binary"), ints)
+    assert result.details["unseen_share"] == 0 and result.metrics["share_change"] == 0
 
 
 def test_prediction_drift_psi_on_score_quantile_bins():
