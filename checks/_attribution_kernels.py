@@ -184,13 +184,15 @@ class CrossMatrix:
     """AUC credit of every cross of a negative slice (rows) and a positive slice (columns).
 
     `correct[i, j]` is the summed pair attribution (ties one half) of the pairs whose negative lies in
-    negative slice i and whose positive lies in positive slice j; `pairs[i, j]` counts those pairs.
+    negative slice i and whose positive lies in positive slice j; `pairs[i, j]` counts those pairs;
+    `headroom_se[i, j]` is the standard error of the cell's headroom (DeLong, see `pair_attribution`).
     """
 
     negative_slices: list[str]
     positive_slices: list[str]
     correct: np.ndarray
     pairs: np.ndarray
+    headroom_se: np.ndarray
 
     @property
     def mean(self) -> np.ndarray:
@@ -244,7 +246,12 @@ def pair_attribution(y_true: Any, y_score: Any, negative_slices: Any, positive_s
 
     Both slicings give one value per example (a column, or a DataFrame of two columns whose values are
     crossed); only the negatives' values of `negative_slices` and the positives' values of
-    `positive_slices` matter. Costs one sort plus O(n) per negative slice.
+    `positive_slices` matter. Costs one sort plus O(n) per slice.
+
+    A cell's headroom (its mis-ordered pairs over all n_pos n_neg pairs) is a two-sample U-statistic;
+    its DeLong variance is the variance over positives of each positive's mis-ordered share with the
+    cell's negatives, over n_pos, plus the same over negatives, over n_neg (a share is 0 outside the
+    cell's slice).
     """
     positive, score = _validated(y_true, y_score)
     neg_codes, neg_labels = _aligned_codes(negative_slices, positive, "negative_slices")
@@ -253,23 +260,48 @@ def pair_attribution(y_true: Any, y_score: Any, negative_slices: Any, positive_s
     groups = ties.group_ids()
     pos_groups, pos_slice = groups[positive], pos_codes[positive]
     neg_groups, neg_slice = groups[~positive], neg_codes[~positive]
+    neg_counts = np.bincount(neg_slice, minlength=len(neg_labels))
+    pos_counts = np.bincount(pos_slice, minlength=len(pos_labels))
     correct = np.zeros((len(neg_labels), len(pos_labels)))
+    var_over_positives = np.zeros_like(correct)
     for row in np.unique(neg_slice):
-        in_group = np.bincount(neg_groups[neg_slice == row], minlength=ties.n_groups)
-        below = np.cumsum(in_group) - in_group
-        credit = below[pos_groups] + 0.5 * in_group[pos_groups]
+        credit = _credit_below(neg_groups[neg_slice == row], pos_groups, ties.n_groups)
         correct[row] = np.bincount(pos_slice, weights=credit, minlength=len(pos_labels))
-    pairs = np.outer(
-        np.bincount(neg_slice, minlength=len(neg_labels)), np.bincount(pos_slice, minlength=len(pos_labels))
-    )
-    keep_neg = pairs.sum(axis=1) > 0
-    keep_pos = pairs.sum(axis=0) > 0
+        share = (neg_counts[row] - credit) / len(neg_groups)  # mis-ordered with the row's negatives
+        var_over_positives[row] = _cell_variance(share, pos_slice, len(pos_labels))
+    var_over_negatives = np.zeros_like(correct)
+    for column in np.unique(pos_slice):
+        # a negative's mis-ordered pairs with the column's positives: those scored below it, ties 1/2
+        share = _credit_below(pos_groups[pos_slice == column], neg_groups, ties.n_groups) / len(pos_groups)
+        var_over_negatives[:, column] = _cell_variance(share, neg_slice, len(neg_labels))
+    headroom_se = np.sqrt(var_over_positives / len(pos_groups) + var_over_negatives / len(neg_groups))
+    keep_neg, keep_pos = neg_counts > 0, pos_counts > 0
     return CrossMatrix(
         _kept(neg_labels, keep_neg),
         _kept(pos_labels, keep_pos),
         correct[keep_neg][:, keep_pos],
-        pairs[keep_neg][:, keep_pos],
+        np.outer(neg_counts, pos_counts)[keep_neg][:, keep_pos],
+        headroom_se[keep_neg][:, keep_pos],
     )
+
+
+def _credit_below(others: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """For each example in tie group `groups`, how many of the examples in tie groups `others` score
+    below it, a tie counting one half."""
+    in_group = np.bincount(others, minlength=n_groups)
+    below = np.cumsum(in_group) - in_group
+    return below[groups] + 0.5 * in_group[groups]
+
+
+def _cell_variance(share: np.ndarray, codes: np.ndarray, n_cells: int) -> np.ndarray:
+    """Per cell c, the sample variance over all examples of `share` where the example's code is c and
+    0 elsewhere."""
+    n = len(share)
+    if n < 2:
+        return np.full(n_cells, np.inf)
+    total = np.bincount(codes, weights=share, minlength=n_cells)
+    squares = np.bincount(codes, weights=share * share, minlength=n_cells)
+    return np.maximum(squares - total * total / n, 0.0) / (n - 1)
 
 
 def _kept(labels: Sequence[str], keep: np.ndarray) -> list[str]:

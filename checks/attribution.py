@@ -8,14 +8,16 @@ and `attribution.compare` (slices of the difference between two models' attribut
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from driftline.checks._attribution_kernels import (
-    MISSING_LABEL,
     CrossMatrix,
     auc,
     binary_labels,
@@ -23,20 +25,23 @@ from driftline.checks._attribution_kernels import (
     pair_attribution,
     slice_codes,
 )
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.evidence import Evidence, normal
 from driftline.checks.impact import model_impact
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 from driftline.checks.segmentation import (
     ALL_DATA,
     Segmentation,
+    Slice,
     TreeSettings,
     compare_models,
     hashed_order,
     segment,
 )
+from driftline.checks.slicing import apply_slices, fit_slices
 
 __all__ = [
     "AttributionAUC",
@@ -50,7 +55,6 @@ __all__ = [
 ]
 
 ATTRIBUTION_COLUMN = "__attribution__"
-OTHER_LABEL = "<other>"
 
 
 @dataclass
@@ -159,21 +163,16 @@ class _SlicingCheck(Check):
         batch: _Batch,
         columns: Columns,
         metric: str,
-        extra: dict[int, dict[str, float | None]] | None = None,
+        graded: Callable[[Slice], SliceGrade],
     ) -> list[CheckResult]:
-        """One result per slice: target = the rule, `metric` = honest mean, `delta` = mean - overall.
-
-        A slice flagged as a false discovery keeps its numbers but grades as severity none.
-        """
+        """One result per slice: target = the rule, `metric` = honest mean, `delta` = mean - overall,
+        graded on the evidence `graded` gives for the slice. A slice flagged as a false discovery, or
+        without evidence, keeps its numbers but is not graded (severity none, the reason says why)."""
         results = []
         for s in seg.slices:
-            metrics = {
-                metric: s.mean,
-                "delta": s.delta,
-                "p_value": s.p_value,
-                **(extra or {}).get(s.node, {}),
-            }
-            severity = "none" if s.false_discovery else None
+            grade = graded(s)
+            why_not = "the t-test flags it as a false discovery" if s.false_discovery else grade.why_not
+            metrics = {metric: s.mean, "delta": s.delta, "p_value": s.p_value, **grade.metrics}
             result = self.result(
                 s.rule,
                 metrics,
@@ -185,13 +184,26 @@ class _SlicingCheck(Check):
                     "fit_rows": s.fit_rows,
                     "estimate_rows": s.estimate_rows,
                     "fit_mean": s.fit_mean,
+                    "std_error": s.std_error,
                     "node": s.node,
                 },
-                severity=severity,
+                evidence=None if why_not else grade.evidence,
+                severity="none" if why_not else None,
             )
+            if why_not:
+                result.reason = f"not graded: {why_not}"
             result.failing_rows = s.rows if result.severity != "none" else 0
             results.append(result)
         return results
+
+
+@dataclass
+class SliceGrade:
+    """What grades one slice: extra metrics and the evidence of the graded one, or why there is none."""
+
+    metrics: dict[str, float | None]
+    evidence: dict[str, Evidence] | None = None
+    why_not: str | None = None
 
 
 @register
@@ -201,17 +213,26 @@ class AttributionAUC(_SlicingCheck):
 
     An example's normalised attribution is its share of correctly ordered (positive, negative) pairs,
     halved (ties count one half): mean AUC / 2 overall. Slices report the held-out mean, its
-    delta from the batch, a t-test false-discovery flag, and the change from the reference's same slice.
+    delta from the batch, a t-test false-discovery flag, and the change from the reference's same
+    slice, which grades the slice (on its confidence bound: `checks.evidence`); the delta, a standing
+    property of the model, is not graded.
     The profile keeps a sample of at most `reference_rows` reference rows for that comparison (drawn
     like the honest split, from each row's hashed id or contents, so it does not depend on row order).
     """
 
     name: ClassVar[str] = "attribution.auc"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {
-        "delta": (-0.03, -0.05, -0.1),
-        "change": (-0.02, -0.04, -0.08),
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        "change": Metric(
+            (-0.02, -0.04, -0.08),
+            higher_is_worse=False,
+            change="the slice's held-out mean attribution in the batch minus the reference's mean "
+            "attribution in the same slice (its rule applied to the reference sample)",
+            uncertainty="normal bound, the standard errors of both means combined (the spread of the "
+            "batch's estimating rows and of the reference rows in the slice)",
+        )
     }
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"delta", "change"})
+    # Two slices' worth of rows at the default leaf size: one growing, one estimating part.
+    min_verdict_rows: ClassVar[int] = 2 * TreeSettings.min_leaf_size
 
     reference_rows: int = 20_000
 
@@ -235,7 +256,6 @@ class AttributionAUC(_SlicingCheck):
         dims, absent = self.dimensions(batch.frame, columns)
         attributions = example_attribution(batch.positive, batch.scores[columns.score])
         seg = segment(batch.frame[dims], attributions, self.row_ids(batch.frame, columns), **self.settings())
-        changes = {s.node: _reference_change(seg, s.node, s.mean, profile) for s in seg.slices}
         reference_auc = profile.get("auc")
         metrics = {
             "auc": 2.0 * seg.overall,
@@ -245,20 +265,26 @@ class AttributionAUC(_SlicingCheck):
         }
         details = {"dropped_rows": batch.dropped, "reference": profile.get("reason") or "ok"}
         summary = self.summary_result(seg, batch, metrics, dims, absent, details)
-        return [summary, *self.slice_results(seg, batch, columns, "mean_attribution", changes)]
+        graded = partial(_reference_change, seg, profile)
+        return [summary, *self.slice_results(seg, batch, columns, "mean_attribution", graded)]
 
 
-def _reference_change(seg: Segmentation, node: int, mean: float, profile: dict[str, Any]) -> dict[str, Any]:
-    """The reference's mean attribution in the same slice, and the batch's change from it."""
+def _reference_change(seg: Segmentation, profile: dict[str, Any], slice_: Slice) -> SliceGrade:
+    """The reference's mean attribution in the same slice, the batch's change from it and its evidence
+    (both means' standard errors combined); not graded without two reference rows in the slice."""
     sample = profile.get("sample")
-    rule = seg.rules[node]
+    rule = seg.rules[slice_.node]
+    empty = {"reference_mean_attribution": None, "change": None}
     if sample is None or any(name not in sample.columns for name in rule.conditions):
-        return {"reference_mean_attribution": None, "change": None}
-    inside = rule.mask(sample)
-    if not inside.any():
-        return {"reference_mean_attribution": None, "change": None}
-    reference_mean = float(sample[ATTRIBUTION_COLUMN].to_numpy()[inside].mean())
-    return {"reference_mean_attribution": reference_mean, "change": mean - reference_mean}
+        return SliceGrade(empty, why_not=f"no reference sample to compare with ({profile.get('reason')})")
+    inside = sample[ATTRIBUTION_COLUMN].to_numpy()[rule.mask(sample)]
+    if len(inside) < 2:
+        return SliceGrade(empty, why_not=f"{len(inside)} reference row(s) in the slice, fewer than 2")
+    reference_mean = float(inside.mean())
+    change = slice_.mean - reference_mean
+    se = math.hypot(slice_.std_error, float(inside.std(ddof=1)) / math.sqrt(len(inside)))
+    metrics = {"reference_mean_attribution": reference_mean, "change": change}
+    return SliceGrade(metrics, {"change": normal(change, se, higher_is_worse=False)})
 
 
 @register
@@ -271,8 +297,16 @@ class AttributionCompare(_SlicingCheck):
     """
 
     name: ClassVar[str] = "attribution.compare"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"mean_difference": (-0.01, -0.025, -0.05)}
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"mean_difference"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        "mean_difference": Metric(
+            (-0.01, -0.025, -0.05),
+            higher_is_worse=False,
+            change="audit of two models on the same batch, not a change against the reference: the "
+            "slice's held-out mean of candidate minus baseline normalised attribution",
+            uncertainty="normal bound on the standard error of that held-out mean",
+        )
+    }
+    min_verdict_rows: ClassVar[int] = 2 * TreeSettings.min_leaf_size
 
     candidate_score: str | None = None
 
@@ -308,7 +342,12 @@ class AttributionCompare(_SlicingCheck):
             "dropped_rows": batch.dropped,
         }
         summary = self.summary_result(seg, batch, metrics, dims, absent, details)
-        return [summary, *self.slice_results(seg, batch, columns, "mean_difference")]
+        return [summary, *self.slice_results(seg, batch, columns, "mean_difference", _model_difference)]
+
+
+def _model_difference(slice_: Slice) -> SliceGrade:
+    """The slice's held-out mean difference of the two models, with its standard error."""
+    return SliceGrade({}, {"mean_difference": normal(slice_.mean, slice_.std_error, higher_is_worse=False)})
 
 
 @register
@@ -316,15 +355,26 @@ class AttributionCompare(_SlicingCheck):
 class AttributionPairs(Check):
     """Pair attribution cross matrix: AUC of every cross of a negative slice and a positive slice.
 
-    Slices come from one or two dimensions (the first categorical feature by default; numbers cut into
-    quantile bins). A cell's mean pair attribution is the AUC restricted to it; its headroom is its
-    mis-ordered pairs (ties one half) over all pairs, so the cells' headrooms sum to 1 - AUC.
+    Slices come from one or two dimensions (the first categorical feature by default), cut on the
+    reference: numbers in reference-quantile bins, categories beyond the `max_slices - 1` most frequent
+    merged into `(other)` (`checks.slicing`). A cell's mean pair attribution is the AUC restricted to
+    it; its headroom is its mis-ordered pairs (ties one half) over all pairs, so the cells' headrooms
+    sum to 1 - AUC. A cell is graded on its headroom's change from the reference's same cell: the
+    share of all pairs newly mis-ordered there.
     """
 
     name: ClassVar[str] = "attribution.pairs"
     family: ClassVar[str] = "attribution"
     needs: ClassVar[frozenset[str]] = frozenset({"label", "score", "features"})
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"headroom": (0.02, 0.05, 0.1)}
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        "headroom_change": Metric(
+            (0.02, 0.05, 0.1),
+            change="the cell's headroom (mis-ordered pairs over all pairs) in the batch minus in the "
+            "reference, both cut with the reference's slices",
+            uncertainty="normal bound; each side's DeLong variance of its headroom (placement values "
+            "over positives and over negatives), combined",
+        )
+    }
 
     bins: int = 4
     max_slices: int = 8
@@ -336,8 +386,28 @@ class AttributionPairs(Check):
             raise CheckInputError(f"{self.name}: bins must be >= 1 and max_slices >= 2")
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
-        """Nothing to learn from the reference: the matrix describes the batch."""
-        return {"reference_rows": len(reference)}
+        """The slices of each dimension, cut on the reference, and the reference's cells (headroom
+        and its standard error); without a usable reference, the reason instead of the cells."""
+        dims = self._dimensions(reference, columns)
+        definitions = {d: self._fit_dimension(reference[d]) for d in dims}
+        try:
+            batch = _usable_rows(reference, columns.label, [columns.score], self.positive_label)
+        except (CheckInputError, NotApplicable) as exc:
+            return {"slices": definitions, "cells": None, "auc": None, "reason": str(exc)}
+        matrix = self._matrix(batch, columns, definitions)
+        cells = matrix.to_frame().assign(headroom=matrix.headroom().ravel(), se=matrix.headroom_se.ravel())
+        by_cell = {
+            (row.negative_slice, row.positive_slice): (row.headroom, row.se)
+            for row in cells.itertuples(index=False)
+        }
+        return {"slices": definitions, "cells": by_cell, "auc": matrix.auc, "reason": None}
+
+    def _fit_dimension(self, values: pd.Series) -> dict[str, Any]:
+        """One dimension's slices: numbers in quantile bins, else its categories (all of them when at
+        most `max_slices`, else the `max_slices - 1` most frequent and `(other)`)."""
+        keep = self.max_slices if values.nunique(dropna=True) <= self.max_slices else self.max_slices - 1
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        return fit_slices(values, bins=self.bins, max_categories=keep, numeric=numeric)
 
     def _dimensions(self, frame: pd.DataFrame, columns: Columns) -> list[str]:
         chosen = (
@@ -350,50 +420,65 @@ class AttributionPairs(Check):
             raise CheckInputError(f"the data has no dimension column(s) {absent}")
         return chosen
 
-    def _slices(self, frame: pd.DataFrame, dims: list[str]) -> pd.DataFrame:
-        """Each dimension as slice labels: numbers in quantile bins, rare categories merged."""
-        return pd.DataFrame({d: _slice_labels(frame[d], self.bins, self.max_slices) for d in dims})
+    def _matrix(self, batch: _Batch, columns: Columns, definitions: dict[str, Any]) -> CrossMatrix:
+        """The cross matrix of the usable rows, each dimension labelled with its fitted slices."""
+        slices = pd.DataFrame(
+            {
+                d: np.asarray(slices["labels"], dtype=object)[apply_slices(batch.frame[d], slices)]
+                for d, slices in definitions.items()
+            }
+        )
+        return pair_attribution(batch.positive, batch.scores[columns.score], slices, slices)
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
-        dims = self._dimensions(current, columns)
+        self._dimensions(current, columns)
         batch = _usable_rows(current, columns.label, [columns.score], self.positive_label)
-        slices = self._slices(batch.frame, dims)
-        matrix = pair_attribution(batch.positive, batch.scores[columns.score], slices, slices)
+        matrix = self._matrix(batch, columns, profile["slices"])
         summary = self.result(
             ALL_DATA,
-            {"auc": matrix.auc},
+            {"auc": matrix.auc, "reference_auc": profile["auc"]},
             rows=len(batch.frame),
-            details={"matrix": matrix.to_details(), "dimensions": dims, "dropped_rows": batch.dropped},
+            details={
+                "matrix": matrix.to_details(),
+                "dimensions": list(profile["slices"]),
+                "dropped_rows": batch.dropped,
+                "reference": profile["reason"] or "ok",
+            },
         )
-        return [summary, *self._cell_results(matrix)]
+        return [summary, *self._cell_results(matrix, profile)]
 
-    def _cell_results(self, matrix: CrossMatrix) -> list[CheckResult]:
-        cells = matrix.to_frame().assign(headroom=matrix.headroom().ravel())
-        return [
-            self.result(
-                f"negative: {row.negative_slice} | positive: {row.positive_slice}",
-                {
-                    "headroom": row.headroom,
-                    "mean_attribution": row.mean_attribution,
-                    "incorrect_pairs": row.incorrect_pairs,
-                },
-                rows=int(row.pairs),
-                details={"negative_slice": row.negative_slice, "positive_slice": row.positive_slice},
-            )
-            for row in cells.itertuples(index=False)
-        ]
+    def _cell_results(self, matrix: CrossMatrix, profile: dict[str, Any]) -> list[CheckResult]:
+        cells = matrix.to_frame().assign(headroom=matrix.headroom().ravel(), se=matrix.headroom_se.ravel())
+        return [self._cell_result(row, profile) for row in cells.itertuples(index=False)]
 
-
-def _slice_labels(column: pd.Series, bins: int, max_slices: int) -> pd.Series:
-    """Readable slice labels: numeric columns in quantile bins, the rarest categories as `<other>`."""
-    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
-        numbers = column.astype(float).where(np.isfinite(column.astype(float)))
-        if numbers.notna().any():
-            binned = pd.qcut(numbers, q=bins, duplicates="drop")
-            return binned.astype(str).where(binned.notna(), MISSING_LABEL)
-    labels = column.astype(str).where(column.notna(), MISSING_LABEL)
-    counts = labels.value_counts()
-    if len(counts) <= max_slices:
-        return labels
-    kept = set(counts.index[: max_slices - 1])
-    return labels.where(labels.isin(kept), OTHER_LABEL)
+    def _cell_result(self, row: Any, profile: dict[str, Any]) -> CheckResult:
+        """One cell: its headroom and AUC, graded on the headroom's change from the reference's cell."""
+        reference = (profile["cells"] or {}).get((row.negative_slice, row.positive_slice))
+        metrics = {
+            "headroom": row.headroom,
+            "mean_attribution": row.mean_attribution,
+            "incorrect_pairs": row.incorrect_pairs,
+            "reference_headroom": None if reference is None else reference[0],
+            "headroom_change": None if reference is None else row.headroom - reference[0],
+        }
+        evidence = None
+        if reference is not None:
+            evidence = {
+                "headroom_change": normal(metrics["headroom_change"], math.hypot(row.se, reference[1]))
+            }
+        result = self.result(
+            f"negative: {row.negative_slice} | positive: {row.positive_slice}",
+            metrics,
+            rows=int(row.pairs),
+            details={
+                "negative_slice": row.negative_slice,
+                "positive_slice": row.positive_slice,
+                "headroom_std_error": row.se,
+            },
+            evidence=evidence,
+            severity=None if evidence else "none",
+        )
+        if evidence is None:
+            why = profile["reason"] or "the reference has no pair in this cell"
+            result.reason = f"not graded: {why}"
+        return result

@@ -198,7 +198,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Slice:
-    """One leaf of the tree: its rule, size and honest mean, and whether the t-test trusts it."""
+    """One leaf of the tree: its rule, size, honest mean and that mean's standard error (over the
+    estimating rows), and whether the t-test trusts it."""
 
     rule: str
     node: int
@@ -206,6 +207,7 @@ class Slice:
     fit_rows: int
     estimate_rows: int
     mean: float
+    std_error: float
     fit_mean: float
     delta: float
     t: float
@@ -468,6 +470,7 @@ def _segment_ranked(dimensions: pd.DataFrame, values: np.ndarray, config: TreeSe
             fit_rows=int(fit_n[node]),
             estimate_rows=int(est_n[node]),
             mean=float(est_mean[node]),
+            std_error=float(np.sqrt(est_var[node] / est_n[node])) if est_n[node] >= 2 else math.inf,
             fit_mean=float(fit_mean[node]),
             delta=float(est_mean[node] - overall),
             t=float(t[node]),

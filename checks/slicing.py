@@ -10,6 +10,7 @@ gives one integer code per row; the kernels below then compute a metric for ever
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from driftline.checks.errors import CheckInputError
+from driftline.checks.evidence import NULL_DRAWS, auc_standard_error, bootstrap_standard_error
 
 MISSING = "(missing)"
 OTHER = "(other)"
@@ -171,11 +173,14 @@ def grouped_auc(
 
 
 def hanley_mcneil_se(auc: np.ndarray, n_pos: np.ndarray, n_neg: np.ndarray) -> np.ndarray:
-    """Standard error of an AUC estimate (Hanley & McNeil, 1982)."""
-    q1 = auc / (2 - auc)
-    q2 = 2 * auc**2 / (1 + auc)
-    var = divide(auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2), n_pos * n_neg)
-    return np.sqrt(np.clip(var, 0.0, None))
+    """Hanley–McNeil standard error of every group's AUC (`checks.evidence.auc_standard_error`);
+    NaN where the AUC is undefined."""
+    return np.array(
+        [
+            auc_standard_error(float(a), int(p), int(n)) if math.isfinite(a) else math.nan
+            for a, p, n in zip(auc, n_pos, n_neg, strict=True)
+        ]
+    )
 
 
 def grouped_moments(x: np.ndarray, codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, ...]:
@@ -197,24 +202,10 @@ def mean_se(var: np.ndarray, size: np.ndarray) -> np.ndarray:
 
 
 def bootstrap_se(
-    counts: np.ndarray, metric: Callable[[np.ndarray], np.ndarray], *, n_boot: int, rng: np.random.Generator
+    counts: np.ndarray, metric: Callable[[np.ndarray], np.ndarray], draws: int = NULL_DRAWS
 ) -> np.ndarray:
-    """Bootstrap standard error of a metric of per-group cell counts, shape (n_groups, n_cells).
-
-    Resampling a group's rows with replacement is a multinomial draw of its cell counts, so the
-    bootstrap costs O(n_groups * n_boot * n_cells), whatever the number of rows.
-    """
-    size = counts.sum(axis=1)
-    filled = size > 0
-    se = np.full(len(counts), np.nan)
-    if not filled.any() or n_boot < 2:
-        return se
-    probs = counts[filled] / size[filled, None]
-    draws = rng.multinomial(size[filled, None], probs[:, None, :], size=(int(filled.sum()), n_boot))
-    values = metric(draws)  # NaN where a resample leaves the metric undefined
-    enough = np.isfinite(values).sum(axis=1) >= 2
-    spread = np.full(len(values), np.nan)
-    if enough.any():
-        spread[enough] = np.nanstd(values[enough], axis=1)
-    se[filled] = spread
-    return se
+    """Seeded bootstrap standard error of a metric of every group's cell counts, shape (n_groups,
+    n_cells) (`checks.evidence.bootstrap_standard_error`); NaN for an empty group."""
+    return np.array(
+        [bootstrap_standard_error(metric, row, draws) if row.sum() > 0 else math.nan for row in counts]
+    )

@@ -1,17 +1,24 @@
-"""Subset performance: is the model significantly worse on a subset of a feature than on the whole batch?
+"""Subset performance: has the model got worse on a subset of a feature since the reference?
 
 Every check here cuts each feature into subsets (its frequent values, or reference-quantile bins for a
-numeric feature, see `checks.slicing`), computes one metric on every subset and on the whole batch, and
-reports per feature the worst subset. The difference is signed so that larger is worse: overall minus
-subset for metrics where higher is better, subset minus overall for error rates, variances and errors.
+numeric feature, see `checks.slicing`) and computes one metric on every subset, in the batch and, once
+when fitted, in the reference. The graded metric is each subset's `change` against the same subset in
+the reference, signed so that larger is worse (reference minus batch for metrics where higher is
+better, batch minus reference for error rates, variances and errors; `relative_change` divides it by
+the reference value for the scale-bound variance and error checks). Its noise combines both sides:
+Agresti–Caffo for rates (`checks.evidence.proportion_change`), Hanley–McNeil for AUC, a seeded
+multinomial bootstrap of the confusion counts for F1 and the macro metrics, the delta method for
+variances, MAE and RMSE, the per-query spread for ranking and the ratio estimator for NER spans.
 
-Significance is a one-sided z-test of that difference against the subset's standard error (the overall
-value is taken as fixed): a subset is significantly worse when it has at least `min_subset_size` rows
-and its p-value, Bonferroni-adjusted for the number of subsets tested on that feature, is below
-`alpha`. Standard errors: Hanley-McNeil for AUC; a bootstrap of the subset's confusion counts
-for the label metrics; the delta method for variances, MAE and RMSE; per-query spread for ranking.
-The reported subset is the worst significant one, or the worst one when none is significant; with
-`require_significance` (the default) a difference that is not significant grades as "none".
+A subset is graded only when it has at least `min_subset_size` usable rows in both the batch and the
+reference and its metric is defined on both sides; the others are listed in the details with the
+reason. Each feature reports the subset whose change is most surely large: the highest lower bound at
+the per-feature Bonferroni level over its graded subsets; the run then grades that bound
+(`checks.evidence`).
+
+`compare_to: batch` is an audit of the batch alone: each subset against the whole batch (`difference`,
+`relative_difference`), a standing property of the model that is large on clean batches too, graded
+with the subset's own standard error (the whole-batch value taken as fixed).
 """
 
 from __future__ import annotations
@@ -25,16 +32,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.evidence import (
+    DEFAULT_CONFIDENCE,
+    Evidence,
+    normal,
+    per_test_confidence,
+    proportion_change,
+)
 from driftline.checks.impact import model_impact
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 from driftline.checks.slice_codes import batch_codes
 from driftline.checks.slicing import (
+    apply_slices,
     bootstrap_se,
     divide,
     fit_slices,
@@ -46,10 +60,30 @@ from driftline.checks.slicing import (
     mean_se,
 )
 
-BOOTSTRAP_DRAWS = 200
-SCALE_FREE_THRESHOLDS: dict[str, tuple[float, ...]] = {"difference": (0.05, 0.10, 0.15)}
-RELATIVE_THRESHOLDS: dict[str, tuple[float, ...]] = {"relative_difference": (0.25, 0.5, 1.0)}
-SIGNIFICANCE_TEST = "one-sided z-test of the difference vs the subset standard error, Bonferroni over subsets"
+COMPARE_TO = ("reference", "batch")
+SCALE_FREE = (0.05, 0.10, 0.15)
+RELATIVE = (0.25, 0.5, 1.0)
+
+
+def subset_metrics(uncertainty: str, relative: bool = False) -> dict[str, Metric]:
+    """The thresholded metrics of a subset check whose standard errors come from `uncertainty`:
+    the change against the reference (default) and the audit difference against the whole batch."""
+    prefix, thresholds = ("relative_", RELATIVE) if relative else ("", SCALE_FREE)
+    scale = " over the reference value" if relative else ""
+    return {
+        f"{prefix}change": Metric(
+            thresholds,
+            change=f"the subset's metric in the batch against the same subset in the reference{scale}, "
+            "signed so that larger is worse (the subset with the surest change per feature)",
+            uncertainty=f"normal bound, both sides' standard errors combined; {uncertainty}",
+        ),
+        f"{prefix}difference": Metric(
+            thresholds,
+            change=f"audit (compare_to: batch): the subset against the whole batch{scale}, signed so "
+            "that larger is worse; not a change against the reference",
+            uncertainty=f"normal bound on the subset's standard error; {uncertainty}",
+        ),
+    }
 
 
 @dataclass
@@ -72,11 +106,33 @@ class Prepared:
 
 @dataclass
 class SubsetValues:
-    """One metric per subset: value, standard error and row count (arrays of the same length)."""
+    """One metric per subset: value, standard error and row count (arrays of the same length), and
+    the rows its noise rests on (`support`: the rows unless narrower, e.g. a rate's denominator); a
+    rate also keeps its `hits` out of `trials`, whose change is bounded by `proportion_change`."""
 
     value: np.ndarray
     se: np.ndarray
     size: np.ndarray
+    hits: np.ndarray | None = None
+    trials: np.ndarray | None = None
+    support: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.support is None:
+            self.support = self.trials if self.trials is not None else self.size
+
+
+@dataclass
+class Comparison:
+    """Every subset's signed change (larger = worse) with its evidence, and why a subset is not graded."""
+
+    change: np.ndarray
+    evidence: list[Evidence | None]
+    why_not: list[str | None]
+
+    @property
+    def graded(self) -> np.ndarray:
+        return np.array([e is not None for e in self.evidence], dtype=bool)
 
 
 # --- column helpers ---------------------------------------------------------------------------------
@@ -152,27 +208,32 @@ def require_rows(mask: np.ndarray, what: str) -> None:
 
 @dataclass(kw_only=True)
 class SubsetCheck(Check):
-    """Base of the subset.* checks: one result per feature, for the worst subset of that feature."""
+    """Base of the subset.* checks: one result per feature, for the subset of that feature whose
+    change against the reference is surest."""
 
     family: ClassVar[str] = "subset"
     per_feature: ClassVar[bool] = True
     metric: ClassVar[str]
     higher_is_better: ClassVar[bool] = True
+    relative: ClassVar[bool] = False
+    # What `SubsetValues.support` counts: a subset is graded when both sides have `min_subset_size`.
+    support_rows: ClassVar[str] = "usable rows"
     needs: ClassVar[frozenset[str]] = frozenset({"features", "label"})
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = SCALE_FREE_THRESHOLDS
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics("standard error of the subset metric")
 
     bins: int = 4
     max_categories: int = 20
-    alpha: float = 0.05
     min_subset_size: int = 30
-    require_significance: bool = True
+    compare_to: str = "reference"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.bins < 1 or self.max_categories < 1 or self.min_subset_size < 1:
             raise CheckInputError(f"{self.name}: bins, max_categories and min_subset_size must be >= 1")
-        if not 0 < self.alpha < 1:
-            raise CheckInputError(f"{self.name}: alpha must be in (0, 1), got {self.alpha}")
+        if self.compare_to not in COMPARE_TO:
+            raise CheckInputError(
+                f"{self.name}: compare_to must be one of {COMPARE_TO}, got {self.compare_to!r}"
+            )
 
     # hooks -------------------------------------------------------------------------------------------
 
@@ -193,10 +254,11 @@ class SubsetCheck(Check):
         if columns.task == "regression":
             raise NotApplicable(f"{self.metric} applies to classification, the task is regression")
 
-    # fit / evaluate ----------------------------------------------------------------------------------
+    # fit ---------------------------------------------------------------------------------------------
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
-        """Subset definitions of every feature (bin edges, categories), plus the metric's extras."""
+        """Subset definitions of every feature (bin edges, categories), the metric's extras, and every
+        subset's metric in the reference (its value, standard error and counts)."""
         slices: dict[str, dict[str, Any]] = {}
         for feature in self.feature_columns(columns):
             try:
@@ -210,15 +272,42 @@ class SubsetCheck(Check):
                 )
             except CheckInputError as exc:
                 slices[feature] = {"error": str(exc)}
-        return {"slices": slices, **self.fit_model(reference, columns)}
+        profile = {"slices": slices, **self.fit_model(reference, columns)}
+        if self.compare_to == "batch":
+            return profile
+        return {**profile, **self._reference_values(reference, profile, columns)}
+
+    def _reference_values(
+        self, reference: pd.DataFrame, profile: dict[str, Any], columns: Columns
+    ) -> dict[str, Any]:
+        """Each fitted feature's subset values in the reference, or why the reference has none."""
+        try:
+            prepared = self.prepare(reference, profile, columns)
+        except (CheckInputError, NotApplicable) as exc:
+            return {"reference": {}, "reference_error": (type(exc).__name__, str(exc))}
+        except KeyError as exc:
+            return {
+                "reference": {},
+                "reference_error": ("CheckInputError", f"the reference has no column {exc}"),
+            }
+        values = {}
+        for feature, slices in profile["slices"].items():
+            if "error" not in slices:
+                codes = apply_slices(reference[feature], slices)[prepared.mask]
+                values[feature] = self.compute(prepared, codes, len(slices["labels"]))
+        return {"reference": values, "reference_error": None}
 
     def slice_definitions(self, profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """Every feature's subset definition: the run computes their batch codes once for all checks."""
         return profile["slices"]
 
+    # evaluate ----------------------------------------------------------------------------------------
+
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
-        """One result per feature: worst subset, overall value, signed difference and its significance."""
+        """One result per feature: the subset whose change (or audit difference) is surest, graded."""
         prepared = self.prepare(current, profile, columns)
+        if self.compare_to == "reference":
+            self._require_reference(profile)
         overall = float(self.compute(prepared, np.zeros(prepared.rows, dtype=np.intp), 1).value[0])
         if not math.isfinite(overall):
             raise NotApplicable(
@@ -233,6 +322,15 @@ class SubsetCheck(Check):
                 results.append(CheckResult.error(self.name, feature, str(exc), rows=prepared.rows))
         return results
 
+    def _require_reference(self, profile: dict[str, Any]) -> None:
+        """Raise the reference's own error (input error or not applicable) when it has no values."""
+        kind, message = profile.get("reference_error") or (None, None)
+        if "reference" not in profile:
+            kind, message = "NotApplicable", "the profile predates them; refit it"
+        if kind is not None:
+            error = CheckInputError if kind == "CheckInputError" else NotApplicable
+            raise error(f"no reference value of {self.metric} per subset: {message}")
+
     def _subset_codes(
         self, feature: str, current: pd.DataFrame, profile: dict[str, Any], prepared: Prepared
     ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -246,12 +344,61 @@ class SubsetCheck(Check):
             raise CheckInputError(f"the batch has no column {feature!r}")
         return batch_codes(current, feature, slices)[prepared.mask].astype(np.intp, copy=False), slices
 
-    def _test(self, values: SubsetValues, overall: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Signed difference (larger = worse), Bonferroni-adjusted p-value and significance per subset."""
-        diff = overall - values.value if self.higher_is_better else values.value - overall
-        testable = np.isfinite(values.value) & (values.size >= self.min_subset_size)
-        p_value = np.minimum(_one_sided_p(diff, values.se) * max(int(testable.sum()), 1), 1.0)
-        return diff, p_value, testable & (p_value < self.alpha)
+    def worse(self, value: np.ndarray, baseline: np.ndarray | float) -> np.ndarray:
+        """`value` against `baseline`, signed so that larger is worse."""
+        return baseline - value if self.higher_is_better else value - baseline
+
+    def _against_reference(self, batch: SubsetValues, ref: SubsetValues) -> Comparison:
+        """Every subset's change against the same subset in the reference, with its evidence."""
+        change = self.worse(batch.value, ref.value)
+        if self.relative:
+            change = divide(change, np.abs(ref.value))
+        why_not = [
+            self._why_not(batch, j, "batch") or self._why_not(ref, j, "reference") or self._zero_base(ref, j)
+            for j in range(len(change))
+        ]
+        evidence = [
+            None if reason else self._change_evidence(batch, ref, j, change[j])
+            for j, reason in enumerate(why_not)
+        ]
+        return Comparison(change, evidence, why_not)
+
+    def _change_evidence(self, batch: SubsetValues, ref: SubsetValues, j: int, change: float) -> Evidence:
+        """Evidence of subset j's change: `proportion_change` for a rate, else both standard errors."""
+        if batch.hits is not None and ref.hits is not None and not self.relative:
+            sides = [(batch.hits[j], int(batch.trials[j])), (ref.hits[j], int(ref.trials[j]))]
+            (hits, trials), (ref_hits, ref_trials) = sides if not self.higher_is_better else sides[::-1]
+            return proportion_change(hits, trials, ref_hits, ref_trials)
+        se = math.hypot(batch.se[j], ref.se[j])
+        if self.relative:  # delta method of value / reference - 1
+            se = math.hypot(batch.se[j], batch.value[j] / ref.value[j] * ref.se[j]) / abs(ref.value[j])
+        return normal(change, se)
+
+    def _against_batch(self, batch: SubsetValues, overall: float) -> Comparison:
+        """Audit: every subset against the whole batch, with the subset's own standard error."""
+        difference = self.worse(batch.value, overall)
+        scale = abs(overall) if self.relative else 1.0
+        difference = divide(difference, scale)
+        why_not = [self._why_not(batch, j, "batch") for j in range(len(difference))]
+        evidence = [
+            None if reason else normal(difference[j], batch.se[j] / scale) for j, reason in enumerate(why_not)
+        ]
+        return Comparison(difference, evidence, why_not)
+
+    def _zero_base(self, ref: SubsetValues, j: int) -> str | None:
+        """A relative change from a reference value of 0 is undefined."""
+        return f"its reference {self.metric} is 0" if self.relative and ref.value[j] == 0 else None
+
+    def _why_not(self, values: SubsetValues, j: int, side: str) -> str | None:
+        """Why subset j cannot be graded on one side (too few rows, undefined metric), or None."""
+        if values.support[j] < self.min_subset_size:
+            return (
+                f"{int(values.support[j])} {self.support_rows} in the {side}, fewer than "
+                f"min_subset_size={self.min_subset_size}"
+            )
+        if not (math.isfinite(values.value[j]) and math.isfinite(values.se[j])):
+            return f"{self.metric} is undefined in the {side}"
+        return None
 
     def _feature_result(
         self,
@@ -265,62 +412,124 @@ class SubsetCheck(Check):
         codes, slices = self._subset_codes(feature, current, profile, prepared)
         labels = slices["labels"]
         values = self.compute(prepared, codes, len(labels))
-        defined = np.isfinite(values.value) & (values.size > 0)
-        if not defined.any():
+        if not (np.isfinite(values.value) & (values.size > 0)).any():
             reason = f"{self.metric} is undefined in every subset of {feature!r}"
             return CheckResult.skipped(self.name, feature, reason, prepared.rows)
-        diff, p_value, significant = self._test(values, overall)
-        k = int(np.argmax(np.where(significant if significant.any() else defined, diff, -np.inf)))
-        metrics = {
-            "subset_value": float(values.value[k]),
-            "overall_value": overall,
-            "difference": float(diff[k]),
-            "relative_difference": float(divide(diff[k], abs(overall))),
-            "p_value": float(p_value[k]),
-        }
-        flagged = bool(significant[k]) or not self.require_significance
-        severity = self.grade(metrics) if flagged else "none"
+        reference = profile["reference"].get(feature) if self.compare_to == "reference" else None
+        if self.compare_to == "reference" and reference is None:
+            raise CheckInputError(f"feature {feature!r} has no reference values; refit the profile")
+        comparison = (
+            self._against_reference(values, reference)
+            if reference is not None
+            else self._against_batch(values, overall)
+        )
+        k = self._reported(comparison, values)
+        graded = comparison.evidence[k] is not None
+        result = self.result(
+            feature,
+            self._metrics(values, reference, overall, comparison, k),
+            rows=prepared.rows,
+            details=self._details(slices, values, reference, comparison, k, prepared),
+            evidence={self.graded_metric(): comparison.evidence[k]} if graded else None,
+            severity=None if graded else "none",
+        )
         failing = np.zeros(len(current), dtype=bool)
-        if severity != "none":
+        if not graded:
+            sides = "both the batch and the reference" if reference is not None else "the batch"
+            result.reason = (
+                f"not graded: no subset of {feature!r} has {self.min_subset_size} {self.support_rows} "
+                f"and a defined {self.metric} in {sides}"
+            )
+        elif result.severity != "none":
             failing[np.flatnonzero(prepared.mask)[codes == k]] = True
-        subsets = [
-            {
+            result.model_impact = model_impact(current, failing, columns)
+        result.failing_rows = int(failing.sum())
+        return result
+
+    def graded_metric(self) -> str:
+        """The metric graded: the change against the reference, or the audit's difference."""
+        prefix = "relative_" if self.relative else ""
+        return prefix + ("change" if self.compare_to == "reference" else "difference")
+
+    def _reported(self, comparison: Comparison, values: SubsetValues) -> int:
+        """The subset whose change is surest: the highest lower bound at the per-feature Bonferroni
+        level over the graded subsets; without any, the largest defined change."""
+        graded = comparison.graded
+        if graded.any():
+            level = per_test_confidence(DEFAULT_CONFIDENCE, int(graded.sum()))
+            bounds = [e.bound(level) if e is not None else -np.inf for e in comparison.evidence]
+            return int(np.argmax(bounds))
+        defined = np.isfinite(comparison.change) & (values.size > 0)
+        return int(np.argmax(np.where(defined, comparison.change, -np.inf)))
+
+    def _metrics(
+        self,
+        values: SubsetValues,
+        reference: SubsetValues | None,
+        overall: float,
+        comparison: Comparison,
+        k: int,
+    ) -> dict[str, float]:
+        """The reported subset's numbers: its value, its baseline and the graded change."""
+        if reference is None:
+            absolute = float(self.worse(values.value[k], overall))
+            return {
+                self.graded_metric(): float(comparison.change[k]),
+                "subset_value": float(values.value[k]),
+                "overall_value": overall,
+                **({"difference": absolute} if self.relative else {}),
+            }
+        absolute = float(self.worse(values.value[k], reference.value[k]))
+        return {
+            self.graded_metric(): float(comparison.change[k]),
+            "subset_value": float(values.value[k]),
+            "reference_value": float(reference.value[k]),
+            "batch_value": overall,
+            **({"change": absolute} if self.relative else {}),
+        }
+
+    def _details(
+        self,
+        slices: dict[str, Any],
+        values: SubsetValues,
+        reference: SubsetValues | None,
+        comparison: Comparison,
+        k: int,
+        prepared: Prepared,
+    ) -> dict[str, Any]:
+        """The reported subset, how it was chosen, and every subset's numbers (graded or why not)."""
+        labels = slices["labels"]
+        graded_metric = self.graded_metric()
+        shown = values.size > 0
+        if reference is not None:
+            shown |= reference.size > 0
+        subsets = []
+        for j in np.flatnonzero(shown):
+            evidence = comparison.evidence[j]
+            entry = {
                 "subset": labels[j],
                 "rows": int(values.size[j]),
                 "value": float(values.value[j]),
                 "std_error": float(values.se[j]),
-                "p_value": float(p_value[j]),
-                "significant": bool(significant[j]),
+                graded_metric: float(comparison.change[j]),
+                f"{graded_metric}_std_error": None if evidence is None else evidence.scale,
+                "p_value": None if evidence is None else evidence.p_value(),
+                "not_graded": comparison.why_not[j],
             }
-            for j in np.flatnonzero(values.size > 0)
-        ]
-        details = {
+            if reference is not None:
+                entry.update(reference_rows=int(reference.size[j]), reference_value=float(reference.value[j]))
+            subsets.append(entry)
+        return {
             "metric": self.metric,
+            "compare_to": self.compare_to,
             "subset": labels[k],
             "subset_rows": int(values.size[k]),
-            "significant": bool(significant[k]),
             "kind": slices["kind"],
-            "test": SIGNIFICANCE_TEST,
+            "graded_subsets": int(comparison.graded.sum()),
+            "not_graded": [labels[j] for j in np.flatnonzero(shown & ~comparison.graded)],
             "dropped_rows": prepared.dropped,
             "subsets": subsets,
         }
-        impact = model_impact(current, failing, columns) if failing.any() else None
-        return self.result(
-            feature,
-            metrics,
-            rows=prepared.rows,
-            failing_rows=int(failing.sum()),
-            model_impact=impact,
-            severity=severity,
-            details=details,
-        )
-
-
-def _one_sided_p(diff: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """P(difference this large | no real shortfall) under a normal approximation; 0 when se is 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(se > 0, diff / se, np.where(diff > 1e-12, np.inf, -np.inf))
-    return np.where(np.isnan(diff) | np.isnan(se), np.nan, norm.sf(z))
 
 
 # --- binary classification ---------------------------------------------------------------------------
@@ -345,11 +554,13 @@ class BinarySubsetCheck(SubsetCheck):
 @register
 @dataclass(kw_only=True)
 class SubsetAUC(BinarySubsetCheck):
-    """Subset ROC AUC: Mann-Whitney AUC of the score (ties count 1/2) per subset vs the whole batch."""
+    """Subset ROC AUC: Mann-Whitney AUC of the score (ties count 1/2) per subset."""
 
     name: ClassVar[str] = "subset.auc"
     metric: ClassVar[str] = "auc"
     needs: ClassVar[frozenset[str]] = frozenset({"features", "label", "score"})
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics("Hanley–McNeil for each AUC")
+    support_rows: ClassVar[str] = "rows of the rarer class"
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:
         self.require_classification(columns)
@@ -365,44 +576,51 @@ class SubsetAUC(BinarySubsetCheck):
     def compute(self, prepared: Prepared, codes: np.ndarray, n_groups: int) -> SubsetValues:
         d = prepared.data
         auc, n_pos, n_neg = grouped_auc(d["score"], d["positive"], codes, n_groups, d["order"])
-        return SubsetValues(auc, hanley_mcneil_se(auc, n_pos, n_neg), n_pos + n_neg)
+        se = hanley_mcneil_se(auc, n_pos, n_neg)
+        return SubsetValues(auc, se, n_pos + n_neg, support=np.minimum(n_pos, n_neg))
 
 
 # Cells of a binary confusion count: 2 * truth + predicted.
 TN, FP, FN, TP = 0, 1, 2, 3
 
 
-def accuracy_from_counts(c: np.ndarray) -> np.ndarray:
-    return divide(c[..., TP] + c[..., TN], c.sum(axis=-1))
-
-
-def precision_from_counts(c: np.ndarray) -> np.ndarray:
-    return divide(c[..., TP], c[..., TP] + c[..., FP])
-
-
-def recall_from_counts(c: np.ndarray) -> np.ndarray:
-    return divide(c[..., TP], c[..., TP] + c[..., FN])
-
-
 def f1_from_counts(c: np.ndarray) -> np.ndarray:
     return divide(2 * c[..., TP], 2 * c[..., TP] + c[..., FP] + c[..., FN])
 
 
-def fpr_from_counts(c: np.ndarray) -> np.ndarray:
-    return divide(c[..., FP], c[..., FP] + c[..., TN])
+def counts_values(
+    counts: np.ndarray, metric: Callable[[np.ndarray], np.ndarray], support: np.ndarray | None = None
+) -> SubsetValues:
+    """A count-based metric per subset, with the seeded bootstrap standard error of the counts plus
+    two pseudo-rows spread over the cells (as Agresti–Caffo adds them to a rate), so that an empty
+    cell does not make every resample alike and the spread vanish."""
+    smoothed = counts + 2.0 / counts.shape[1] * (counts.sum(axis=1, keepdims=True) > 0)
+    size = counts.sum(axis=1).astype(float)
+    return SubsetValues(metric(counts), bootstrap_se(smoothed, metric), size, support=support)
 
 
-def counts_values(counts: np.ndarray, metric: Callable[[np.ndarray], np.ndarray]) -> SubsetValues:
-    """A count-based metric per subset, with its bootstrap standard error (fixed seed)."""
-    se = bootstrap_se(counts, metric, n_boot=BOOTSTRAP_DRAWS, rng=np.random.default_rng(0))
-    return SubsetValues(metric(counts), se, counts.sum(axis=1).astype(float))
+def rate_values(counts: np.ndarray, hits: tuple[int, ...], trials: tuple[int, ...]) -> SubsetValues:
+    """A rate of confusion cells per subset (`hits` out of `trials`), with the Agresti–Caffo standard
+    error (one success and one failure added), which is never zero."""
+    n_hits, n_trials = counts[:, list(hits)].sum(axis=1), counts[:, list(trials)].sum(axis=1)
+    adjusted = (n_hits + 1) / (n_trials + 2)
+    se = np.where(n_trials > 0, np.sqrt(adjusted * (1 - adjusted) / (n_trials + 2)), np.nan)
+    size = counts.sum(axis=1).astype(float)
+    return SubsetValues(divide(n_hits, n_trials), se, size, n_hits.astype(float), n_trials.astype(float))
+
+
+RATE_UNCERTAINTY = "Agresti–Caffo for each rate (proportion_change)"
+BOOTSTRAP_UNCERTAINTY = "a seeded multinomial bootstrap of each side's confusion counts"
 
 
 @dataclass(kw_only=True)
 class ConfusionSubsetCheck(BinarySubsetCheck):
-    """A binary metric computed from per-subset confusion counts of predicted vs true labels."""
+    """A binary rate of per-subset confusion counts of predicted vs true labels: `hits` cells out of
+    `trials` cells."""
 
-    from_counts: ClassVar[Callable[[np.ndarray], np.ndarray]]
+    hits: ClassVar[tuple[int, ...]]
+    trials: ClassVar[tuple[int, ...]]
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(RATE_UNCERTAINTY)
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:
         self.require_classification(columns)
@@ -414,8 +632,7 @@ class ConfusionSubsetCheck(BinarySubsetCheck):
         return Prepared(mask, {"cells": cells})
 
     def compute(self, prepared: Prepared, codes: np.ndarray, n_groups: int) -> SubsetValues:
-        counts = group_counts(codes, n_groups, prepared.data["cells"], 4)
-        return counts_values(counts, self.from_counts)
+        return rate_values(group_counts(codes, n_groups, prepared.data["cells"], 4), self.hits, self.trials)
 
 
 @register
@@ -425,48 +642,60 @@ class SubsetAccuracy(ConfusionSubsetCheck):
 
     name: ClassVar[str] = "subset.accuracy"
     metric: ClassVar[str] = "accuracy"
-    from_counts = staticmethod(accuracy_from_counts)
+    hits: ClassVar[tuple[int, ...]] = (TN, TP)
+    trials: ClassVar[tuple[int, ...]] = (TN, FP, FN, TP)
 
 
 @register
 @dataclass(kw_only=True)
 class SubsetF1(ConfusionSubsetCheck):
-    """Subset F1: 2 TP / (2 TP + FP + FN) of the rounded predictions per subset vs the whole batch."""
+    """Subset F1: 2 TP / (2 TP + FP + FN) of the rounded predictions per subset."""
 
     name: ClassVar[str] = "subset.f1"
     metric: ClassVar[str] = "f1"
-    from_counts = staticmethod(f1_from_counts)
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(BOOTSTRAP_UNCERTAINTY)
+    support_rows: ClassVar[str] = "rows labelled or predicted positive"
+
+    def compute(self, prepared: Prepared, codes: np.ndarray, n_groups: int) -> SubsetValues:
+        counts = group_counts(codes, n_groups, prepared.data["cells"], 4)
+        return counts_values(counts, f1_from_counts, counts[:, [FP, FN, TP]].sum(axis=1).astype(float))
 
 
 @register
 @dataclass(kw_only=True)
 class SubsetPrecision(ConfusionSubsetCheck):
-    """Subset precision (positive predictive value): TP / (TP + FP) per subset vs the whole batch."""
+    """Subset precision (positive predictive value): TP / (TP + FP) per subset."""
 
     name: ClassVar[str] = "subset.precision"
     metric: ClassVar[str] = "precision"
-    from_counts = staticmethod(precision_from_counts)
+    support_rows: ClassVar[str] = "rows predicted positive"
+    hits: ClassVar[tuple[int, ...]] = (TP,)
+    trials: ClassVar[tuple[int, ...]] = (FP, TP)
 
 
 @register
 @dataclass(kw_only=True)
 class SubsetRecall(ConfusionSubsetCheck):
-    """Subset recall (true positive rate): TP / (TP + FN) per subset vs the whole batch."""
+    """Subset recall (true positive rate): TP / (TP + FN) per subset."""
 
     name: ClassVar[str] = "subset.recall"
     metric: ClassVar[str] = "recall"
-    from_counts = staticmethod(recall_from_counts)
+    support_rows: ClassVar[str] = "rows labelled positive"
+    hits: ClassVar[tuple[int, ...]] = (TP,)
+    trials: ClassVar[tuple[int, ...]] = (FN, TP)
 
 
 @register
 @dataclass(kw_only=True)
 class SubsetFPR(ConfusionSubsetCheck):
-    """Subset false positive rate: FP / (FP + TN) per subset; a higher rate than overall is worse."""
+    """Subset false positive rate: FP / (FP + TN) per subset; a higher rate is worse."""
 
     name: ClassVar[str] = "subset.fpr"
     metric: ClassVar[str] = "fpr"
+    support_rows: ClassVar[str] = "rows labelled negative"
     higher_is_better: ClassVar[bool] = False
-    from_counts = staticmethod(fpr_from_counts)
+    hits: ClassVar[tuple[int, ...]] = (FP,)
+    trials: ClassVar[tuple[int, ...]] = (TN, FP)
 
 
 # --- prediction variance -------------------------------------------------------------------------------
@@ -487,7 +716,10 @@ class SubsetVariance(SubsetCheck):
     metric: ClassVar[str] = "variance"
     higher_is_better: ClassVar[bool] = False
     needs: ClassVar[frozenset[str]] = frozenset({"features"})
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = RELATIVE_THRESHOLDS
+    relative: ClassVar[bool] = True
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(
+        "sqrt((m4 - variance²) / (n - 1)) for each variance", relative=True
+    )
     label_condition: ClassVar[str] = ""
 
     def label_rows(self, frame: pd.DataFrame, columns: Columns) -> tuple[np.ndarray, np.ndarray]:
@@ -552,7 +784,10 @@ class RegressionSubsetCheck(SubsetCheck):
     """A regression error per subset; errors are prediction (else score) minus label."""
 
     higher_is_better: ClassVar[bool] = False
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = RELATIVE_THRESHOLDS
+    relative: ClassVar[bool] = True
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(
+        "the delta method for each mean error", relative=True
+    )
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:
         if columns.task in ("binary", "multiclass"):
@@ -568,7 +803,7 @@ class RegressionSubsetCheck(SubsetCheck):
 @register
 @dataclass(kw_only=True)
 class SubsetMAE(RegressionSubsetCheck):
-    """Subset mean absolute error: mean |prediction - label| per subset; higher than overall is worse."""
+    """Subset mean absolute error: mean |prediction - label| per subset; higher is worse."""
 
     name: ClassVar[str] = "subset.mae"
     metric: ClassVar[str] = "mae"
@@ -634,6 +869,9 @@ class SubsetMulticlassAUC(MulticlassSubsetCheck):
     name: ClassVar[str] = "subset.multiclass_auc"
     metric: ClassVar[str] = "multiclass_auc"
     needs: ClassVar[frozenset[str]] = frozenset({"features", "label", "class_scores"})
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(
+        "Hanley–McNeil per class pair, the pairs taken as fully correlated"
+    )
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:
         self.require_classification(columns)
@@ -706,6 +944,8 @@ class MacroSubsetCheck(MulticlassSubsetCheck):
     """
 
     kind: ClassVar[str]
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(BOOTSTRAP_UNCERTAINTY)
+
     average: str = "macro"
 
     def __post_init__(self) -> None:
@@ -745,7 +985,7 @@ class MacroSubsetCheck(MulticlassSubsetCheck):
 @register
 @dataclass(kw_only=True)
 class SubsetMacroF1(MacroSubsetCheck):
-    """Subset macro F1: unweighted mean of per-class F1 (argmax predictions) per subset vs overall."""
+    """Subset macro F1: unweighted mean of per-class F1 (argmax predictions) per subset."""
 
     name: ClassVar[str] = "subset.macro_f1"
     metric: ClassVar[str] = "macro_f1"
@@ -755,7 +995,7 @@ class SubsetMacroF1(MacroSubsetCheck):
 @register
 @dataclass(kw_only=True)
 class SubsetMacroPrecision(MacroSubsetCheck):
-    """Subset macro precision: unweighted mean of per-class precision per subset vs overall."""
+    """Subset macro precision: unweighted mean of per-class precision per subset."""
 
     name: ClassVar[str] = "subset.macro_precision"
     metric: ClassVar[str] = "macro_precision"
@@ -765,7 +1005,7 @@ class SubsetMacroPrecision(MacroSubsetCheck):
 @register
 @dataclass(kw_only=True)
 class SubsetMacroRecall(MacroSubsetCheck):
-    """Subset macro recall: unweighted mean of per-class recall per subset vs overall."""
+    """Subset macro recall: unweighted mean of per-class recall per subset."""
 
     name: ClassVar[str] = "subset.macro_recall"
     metric: ClassVar[str] = "macro_recall"

@@ -5,8 +5,9 @@ are matched under one SemEval criterion (`criterion`, default `strict`; see
 `driftline.checks.rubrics.matching`), and a subset's precision is sum(correct + partial/2) /
 sum(actual) over its documents, recall the same over sum(possible). The standard error is the
 ratio estimator's: sqrt(sum((c_i - R a_i)^2)) / sum(a_i) over the subset's documents, with c_i the
-credited matches and a_i the denominator of document i. Subsets, the worst-subset choice and the
-significance test are those of the other subset checks (`driftline.checks.subset`).
+credited matches and a_i the denominator of document i. Subsets, the change against the same subset
+in the reference, the reported subset and the grading are those of the other subset checks
+(`driftline.checks.subset`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from driftline.checks.base import Metric
 from driftline.checks.columns import Columns
 from driftline.checks.registry import register
 from driftline.checks.rubrics.frames import parse_criteria, row_counts
 from driftline.checks.rubrics.matching import CORRECT, INCORRECT, MISSING, PARTIAL, SPURIOUS
 from driftline.checks.slicing import divide, group_sum
-from driftline.checks.subset import Prepared, SubsetCheck, SubsetValues
+from driftline.checks.subset import Prepared, SubsetCheck, SubsetValues, subset_metrics
 
 
 def ratio_values(num: np.ndarray, den: np.ndarray, codes: np.ndarray, n_groups: int) -> SubsetValues:
@@ -39,6 +41,7 @@ class NerSubsetCheck(SubsetCheck):
     """Span precision or recall per subset, from per-document MUC-5 counts."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"features", "label", "prediction"})
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics("the ratio estimator's for each side")
     denominator: ClassVar[tuple[int, ...]]
 
     criterion: str = "strict"
@@ -62,7 +65,7 @@ class NerSubsetCheck(SubsetCheck):
 @register
 @dataclass(kw_only=True)
 class SubsetNerPrecision(NerSubsetCheck):
-    """Subset NER precision: (correct + partial/2) / predicted spans per subset vs the whole batch."""
+    """Subset NER precision: (correct + partial/2) / predicted spans per subset."""
 
     name: ClassVar[str] = "subset.ner_precision"
     metric: ClassVar[str] = "ner_precision"
@@ -72,7 +75,7 @@ class SubsetNerPrecision(NerSubsetCheck):
 @register
 @dataclass(kw_only=True)
 class SubsetNerRecall(NerSubsetCheck):
-    """Subset NER recall: (correct + partial/2) / true spans per subset vs the whole batch."""
+    """Subset NER recall: (correct + partial/2) / true spans per subset."""
 
     name: ClassVar[str] = "subset.ner_recall"
     metric: ClassVar[str] = "ner_recall"

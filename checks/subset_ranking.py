@@ -1,4 +1,5 @@
-"""Subset performance of ranking models: rank correlation, NDCG and MRR per subset vs the whole batch.
+"""Subset performance of ranking models: rank correlation, NDCG and MRR per subset, each graded on its
+change from the same subset in the reference (`driftline.checks.subset`).
 
 A ranked list is the documents of one query id (`columns.query_id`) ordered by the score (else the
 prediction), with the label as graded relevance (higher is more relevant). Inside a subset, each
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from driftline.checks.base import Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.registry import register
@@ -35,6 +37,7 @@ from driftline.checks.subset import (
     numeric_values,
     require_rows,
     score_column,
+    subset_metrics,
 )
 
 
@@ -98,6 +101,9 @@ class RankingSubsetCheck(SubsetCheck):
     """A ranking metric per query list, averaged over the lists of each subset."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"features", "label", "query_id"})
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(
+        "the spread of each subset's per-query values over the square root of their count"
+    )
     nonnegative_relevance: ClassVar[bool] = False
     per_list: ClassVar[Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]]
 

@@ -85,9 +85,7 @@ def test_cat_dog_examples(case: dict) -> None:
         name = VARIANCE_NAMES[inputs["label_filter"]]
     result = run(name, frame, columns)["animal"]
     got = (
-        result.metrics["overall_value"]
-        if inputs["subset"] is None
-        else subset_values(result)[inputs["subset"]]
+        result.metrics["batch_value"] if inputs["subset"] is None else subset_values(result)[inputs["subset"]]
     )
     assert got == pytest.approx(case["expected"], abs=case["tolerance"])
     assert got == pytest.approx(case["seed_value"], abs=case["seed_tolerance"])
@@ -102,7 +100,7 @@ def test_regression_examples(case: dict) -> None:
     columns = Columns(label="label", prediction="prediction", numeric=("a", "b"), task="regression")
     result = run(f"subset.{inputs['metric']}", frame, columns)["a"]
     if inputs["interval"] is None:
-        got = result.metrics["overall_value"]
+        got = result.metrics["batch_value"]
     else:
         lo, hi = inputs["interval"]
         (subset,) = [s for s in result.details["subsets"] if s["subset"].endswith(f", {hi}]")]
@@ -135,7 +133,7 @@ def test_three_class_examples(case: dict) -> None:
     if "average" in inputs:
         params["average"] = inputs["average"]
     result = run(MULTICLASS_NAMES[inputs["metric"]], frame, columns, **params)["height"]
-    assert result.metrics["overall_value"] == pytest.approx(case["expected"], abs=case["tolerance"])
+    assert result.metrics["batch_value"] == pytest.approx(case["expected"], abs=case["tolerance"])
     assert subset_values(result)["(-inf, inf)"] == pytest.approx(case["expected"], abs=case["tolerance"])
     if case["agreement"] == "disagree":
         assert abs(case["expected"] - case["seed_value"]) > 0.1
@@ -145,7 +143,7 @@ def test_weighted_macro_precision_is_one_on_the_three_class_example() -> None:
     (case,) = [c for c in golden_cases("multiclass_metric") if c["id"] == "multiclass_macro_precision"]
     frame, columns = _three_class_frame(case)
     result = run("subset.macro_precision", frame, columns, classes=["cat", "bear", "dog"], average="weighted")
-    assert result["height"].metrics["overall_value"] == pytest.approx(1.0)  # sklearn average="weighted"
+    assert result["height"].metrics["batch_value"] == pytest.approx(1.0)  # sklearn average="weighted"
 
 
 def test_document_gaps_raise_a_warning_with_default_thresholds() -> None:
@@ -230,33 +228,49 @@ def test_binary_metrics_match_sklearn_per_subset(name: str, binary_frames) -> No
     profile = check.fit(reference, columns)
     results = {r.target: r for r in check.evaluate(batch, profile, columns)}
     used = batch["score"].notna() & (batch["label"].notna() if name != "subset.variance" else True)
-    kept = batch[used]
-    if name in CLASS_ROWS:  # the population is the rows of one true class; the others are not dropped
-        kept = kept[kept["label"] == CLASS_ROWS[name]]
+    kept = _kept_rows(name, batch)  # the variance of one class leaves the other rows in, not dropped
     metric = SKLEARN_BINARY[name]
     y, s = kept["label"].to_numpy(), kept["score"].to_numpy()
-    assert results["x"].metrics["overall_value"] == pytest.approx(metric(y, s), abs=1e-12)
+    assert results["x"].metrics["batch_value"] == pytest.approx(metric(y, s), abs=1e-12)
     assert results["x"].details["dropped_rows"] == int((~used).sum())
+    ref_kept = _kept_rows(name, reference)
     for feature in ("x", "k"):
         got = _by_label(results[feature], profile["slices"][feature])
         groups = _expected_groups(reference, kept, feature, bins=5)
         expected_sizes = groups.value_counts()
         assert {k: v["rows"] for k, v in got.items() if v["rows"]} == expected_sizes.to_dict()
         for label, rows in kept.groupby(groups):
+            _assert_same(got[label]["value"], metric(rows["label"].to_numpy(), rows["score"].to_numpy()))
+        ref_groups = _expected_groups(reference, ref_kept, feature, bins=5)
+        for label, rows in ref_kept.groupby(ref_groups):
             want = metric(rows["label"].to_numpy(), rows["score"].to_numpy())
-            value = got[label]["value"]
-            assert (math.isnan(value) and math.isnan(want)) or value == pytest.approx(want, abs=1e-12), label
+            _assert_same(got[label]["reference_value"], want)
+            assert got[label]["reference_rows"] == len(rows)
+
+
+def _kept_rows(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows a binary check uses: a score, a label (but for the plain variance), the right class."""
+    kept = frame[frame["score"].notna() & (frame["label"].notna() if name != "subset.variance" else True)]
+    return kept[kept["label"] == CLASS_ROWS[name]] if name in CLASS_ROWS else kept
+
+
+def _assert_same(value: float, want: float) -> None:
+    assert (math.isnan(value) and math.isnan(want)) or value == pytest.approx(want, abs=1e-12)
 
 
 def test_prediction_column_is_used_for_label_metrics(binary_frames) -> None:
+    """The prediction column serves both sides; a reference without it has no values to compare."""
     reference, batch, _ = binary_frames
     batch = batch.assign(prediction=(batch["score"] >= 0.7).astype(float))  # differs from score >= 0.5
+    reference = reference.assign(prediction=(reference["score"] >= 0.7).astype(float))
     columns = Columns(
         label="label", score="score", prediction="prediction", categorical=("k",), task="binary"
     )
     result = run("subset.recall", batch, columns, reference=reference)["k"]
     kept = batch.dropna(subset=["label", "prediction"])
-    assert result.metrics["overall_value"] == pytest.approx(recall_score(kept["label"], kept["prediction"]))
+    assert result.metrics["batch_value"] == pytest.approx(recall_score(kept["label"], kept["prediction"]))
+    unscored = run("subset.recall", batch, columns, reference=reference.drop(columns="prediction"))["*"]
+    assert unscored.status == "error" and "reference has no column 'prediction'" in unscored.reason
 
 
 @pytest.fixture(scope="module")
@@ -303,7 +317,7 @@ def test_multiclass_metrics_match_sklearn(name: str, average: str, multiclass_fr
         fn = {"subset.macro_f1": f1_score, "subset.macro_precision": precision_score}.get(name, recall_score)
         return fn(y, p, average=average, zero_division=0)
 
-    assert result.metrics["overall_value"] == pytest.approx(metric(kept.index), abs=1e-12)
+    assert result.metrics["batch_value"] == pytest.approx(metric(kept.index), abs=1e-12)
     values = subset_values(result)
     for label, rows in kept.groupby("g"):
         assert values[label] == pytest.approx(metric(rows.index), abs=1e-12)
@@ -311,16 +325,16 @@ def test_multiclass_metrics_match_sklearn(name: str, average: str, multiclass_fr
 
 def test_regression_metrics_match_sklearn() -> None:
     rng = np.random.default_rng(11)
-    n = 1500
+    n = 6000
     frame = pd.DataFrame({"x": rng.normal(size=n), "label": rng.normal(size=n)})
-    frame["prediction"] = frame["label"] + rng.normal(scale=0.5 + np.abs(frame["x"]), size=n)
+    frame["prediction"] = frame["label"] + rng.normal(scale=0.2 + 2 * np.abs(frame["x"]), size=n)
     frame.loc[::37, "prediction"] = np.inf
     frame.loc[::41, "label"] = np.nan
     columns = Columns(label="label", prediction="prediction", numeric=("x",), task="regression")
     kept = frame[np.isfinite(frame["prediction"]) & frame["label"].notna()]
     groups = _expected_groups(frame, kept, "x", bins=4)
     for name, metric in [("subset.mae", mean_absolute_error), ("subset.rmse", root_mean_squared_error)]:
-        check = registry.create(name)
+        check = registry.create(name, {"compare_to": "batch"})
         profile = check.fit(frame, columns)
         (result,) = check.evaluate(frame, profile, columns)
         assert result.details["dropped_rows"] == len(frame) - len(kept)
@@ -328,23 +342,23 @@ def test_regression_metrics_match_sklearn() -> None:
         got = _by_label(result, profile["slices"]["x"])
         for label, rows in kept.groupby(groups):
             assert got[label]["value"] == pytest.approx(metric(rows["label"], rows["prediction"]))
-        # errors grow with |x|: the outer bins are worse, and significantly so
+        # errors grow with |x|: the audit finds an outer bin worse than the whole batch, surely so
         assert result.details["subset"] in (
             profile["slices"]["x"]["labels"][0],
             profile["slices"]["x"]["labels"][3],
         )
-        assert result.details["significant"] and result.severity != "none"
+        assert result.metrics["relative_difference_bound"] > 0 and result.severity != "none"
 
 
-# --- the result: worst subset, sign, significance, grading ------------------------------------------
+# --- the result: the subset that changed, its sign, grading ----------------------------------------
 
 
-def _planted(n: int, bad_share: float, seed: int = 0) -> pd.DataFrame:
-    """A batch where the model is right 90% of the time except on group "bad" (50%)."""
+def _planted(n: int, bad_share: float, seed: int = 0, bad_accuracy: float = 0.5) -> pd.DataFrame:
+    """A batch where the model is right 90% of the time except on group "bad" (`bad_accuracy`)."""
     rng = np.random.default_rng(seed)
     group = np.where(rng.random(n) < bad_share, "bad", rng.choice(["g1", "g2", "g3"], size=n))
     label = rng.integers(0, 2, size=n)
-    correct = rng.random(n) < np.where(group == "bad", 0.5, 0.9)
+    correct = rng.random(n) < np.where(group == "bad", bad_accuracy, 0.9)
     prediction = np.where(correct, label, 1 - label)
     return pd.DataFrame({"group": group, "label": label, "prediction": prediction})
 
@@ -352,26 +366,41 @@ def _planted(n: int, bad_share: float, seed: int = 0) -> pd.DataFrame:
 COLUMNS_PLANTED = Columns(label="label", prediction="prediction", categorical=("group",), task="binary")
 
 
-def test_a_planted_weak_subset_is_found_significant_and_graded() -> None:
-    frame = _planted(20000, 0.1)
-    result = run("subset.accuracy", frame, COLUMNS_PLANTED)["group"]
-    bad = frame[frame["group"] == "bad"]
-    overall = accuracy_score(frame["label"], frame["prediction"])
+def test_a_subset_that_got_worse_is_found_and_graded() -> None:
+    reference, frame = _planted(20000, 0.1, seed=1, bad_accuracy=0.9), _planted(20000, 0.1)
+    result = run("subset.accuracy", frame, COLUMNS_PLANTED, reference=reference)["group"]
+    bad, ref_bad = frame[frame["group"] == "bad"], reference[reference["group"] == "bad"]
     subset = accuracy_score(bad["label"], bad["prediction"])
-    assert result.details["subset"] == "bad" and result.details["significant"]
+    ref_subset = accuracy_score(ref_bad["label"], ref_bad["prediction"])
+    assert result.details["subset"] == "bad" and result.details["compare_to"] == "reference"
     assert result.metrics["subset_value"] == pytest.approx(subset)
-    assert result.metrics["difference"] == pytest.approx(overall - subset)  # larger = worse
-    assert result.metrics["p_value"] < 1e-6
-    assert result.severity == "high"  # a gap of ~0.36 is above the 0.15 threshold
+    assert result.metrics["reference_value"] == pytest.approx(ref_subset)
+    assert result.metrics["change"] == pytest.approx(ref_subset - subset)  # larger = worse
+    assert result.metrics["change_p"] < 1e-6
+    assert result.severity == "high"  # a drop of ~0.4 is surely above the 0.15 threshold
     assert result.failing_rows == len(bad)
     passing = frame[frame["group"] != "bad"]
     impact = (bad["label"] != bad["prediction"]).mean() - (passing["label"] != passing["prediction"]).mean()
     assert result.model_impact == pytest.approx(impact)
 
 
+def test_the_audit_compares_each_subset_with_the_whole_batch() -> None:
+    frame = _planted(20000, 0.1)
+    result = run("subset.accuracy", frame, COLUMNS_PLANTED, compare_to="batch")["group"]
+    bad = frame[frame["group"] == "bad"]
+    overall = accuracy_score(frame["label"], frame["prediction"])
+    assert result.details["subset"] == "bad" and result.details["compare_to"] == "batch"
+    assert result.metrics["difference"] == pytest.approx(
+        overall - accuracy_score(bad["label"], bad["prediction"])
+    )
+    assert result.severity == "high"
+    same = run("subset.accuracy", frame, COLUMNS_PLANTED)["group"]  # against itself: no change
+    assert same.metrics["change"] == pytest.approx(0.0) and same.severity == "none"
+
+
 def test_error_rate_difference_is_subset_minus_overall() -> None:
     frame = _planted(20000, 0.1)
-    result = run("subset.fpr", frame, COLUMNS_PLANTED)["group"]
+    result = run("subset.fpr", frame, COLUMNS_PLANTED, compare_to="batch")["group"]
     negatives = frame[frame["label"] == 0]
     overall = (negatives["prediction"] == 1).mean()
     bad = negatives[negatives["group"] == "bad"]
@@ -379,26 +408,41 @@ def test_error_rate_difference_is_subset_minus_overall() -> None:
     assert result.metrics["difference"] == pytest.approx((bad["prediction"] == 1).mean() - overall)
 
 
-def test_a_small_subset_is_not_significant_unless_asked() -> None:
+def test_a_small_subset_is_not_graded_and_the_details_say_why() -> None:
+    reference = _planted(20000, 0.1, seed=3, bad_accuracy=0.9)
     frame = _planted(2000, 0.01, seed=2)  # about 20 rows in "bad", below min_subset_size=30
-    strict = run("subset.accuracy", frame, COLUMNS_PLANTED)["group"]
-    assert not strict.details["significant"] and strict.severity == "none" and strict.failing_rows == 0
-    assert strict.model_impact is None
-    assert strict.metrics["difference"] > 0.15
-    loose = run("subset.accuracy", frame, COLUMNS_PLANTED, require_significance=False)["group"]
-    assert loose.severity == "high" and loose.failing_rows == strict.details["subset_rows"]
+    result = run("subset.accuracy", frame, COLUMNS_PLANTED, reference=reference)["group"]
+    (bad,) = [s for s in result.details["subsets"] if s["subset"] == "bad"]
+    assert bad["rows"] < 30 and bad["change"] > 0.15
+    assert "min_subset_size=30" in bad["not_graded"] and "batch" in bad["not_graded"]
+    assert "bad" in result.details["not_graded"] and result.details["subset"] != "bad"
+    assert result.severity == "none" and result.failing_rows == 0 and result.model_impact is None
+    lowered = run("subset.accuracy", frame, COLUMNS_PLANTED, reference=reference, min_subset_size=10)
+    assert lowered["group"].details["subset"] == "bad" and lowered["group"].severity != "none"
+
+
+def test_no_subset_graded_gives_no_severity_and_a_reason() -> None:
+    frame = _planted(40, 0.5, seed=4)
+    result = run("subset.accuracy", frame, COLUMNS_PLANTED, reference=_planted(40, 0.5, seed=5))["group"]
+    assert result.status == "ok" and result.severity == "none"
+    assert result.reason.startswith("not graded: no subset of 'group' has 30")
+    assert "change_bound" not in result.metrics
 
 
 def test_no_false_alarm_on_noise() -> None:
-    rng = np.random.default_rng(4)
-    n = 5000
-    frame = pd.DataFrame({f"c{i}": rng.choice(list("abcdefgh"), size=n) for i in range(10)})
-    frame["label"] = rng.integers(0, 2, size=n)
-    frame["prediction"] = np.where(rng.random(n) < 0.8, frame["label"], 1 - frame["label"])
+    def noise(seed: int) -> pd.DataFrame:
+        rng = np.random.default_rng(seed)
+        n = 5000
+        frame = pd.DataFrame({f"c{i}": rng.choice(list("abcdefgh"), size=n) for i in range(10)})
+        frame["label"] = rng.integers(0, 2, size=n)
+        frame["prediction"] = np.where(rng.random(n) < 0.8, frame["label"], 1 - frame["label"])
+        return frame
+
+    frame = noise(4)
     columns = Columns(label="label", prediction="prediction", categorical=tuple(frame.columns[:10]))
-    results = run("subset.accuracy", frame, columns)
+    results = run("subset.accuracy", frame, columns, reference=noise(5))
     assert len(results) == 10
-    assert sum(r.details["significant"] for r in results.values()) <= 1
+    assert all(r.severity == "none" and r.details["graded_subsets"] == 8 for r in results.values())
 
 
 def test_features_parameter_and_json_and_pickle(binary_frames) -> None:
@@ -447,9 +491,7 @@ def test_positive_label_must_be_a_label_value() -> None:
     (result,) = run("subset.auc", frame, columns).values()
     assert result.status == "error" and "positive_label" in result.reason
     ok = run("subset.auc", frame, columns, positive_label="yes")["g"]
-    assert ok.metrics["overall_value"] == pytest.approx(
-        roc_auc_score(frame["label"] == "yes", frame["score"])
-    )
+    assert ok.metrics["batch_value"] == pytest.approx(roc_auc_score(frame["label"] == "yes", frame["score"]))
 
 
 def test_class_score_columns_must_match_classes(multiclass_frame) -> None:
@@ -467,7 +509,13 @@ def test_single_class_batch_is_skipped_with_a_reason() -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{"alpha": 1.5}, {"bins": 0}, {"min_subset_size": 0}, {"average": "micro"}, {"thresholds": {"x": [1]}}],
+    [
+        {"compare_to": "whole"},
+        {"bins": 0},
+        {"min_subset_size": 0},
+        {"average": "micro"},
+        {"thresholds": {"x": [1]}},
+    ],
 )
 def test_bad_parameters_are_rejected(params: dict) -> None:
     with pytest.raises(CheckInputError):
@@ -481,7 +529,7 @@ def test_macro_metrics_use_the_prediction_column_without_class_scores(multiclass
     columns = Columns(label="label", prediction="predicted", categorical=("g",), task="multiclass")
     result = run("subset.macro_recall", frame, columns)["g"]
     kept = frame.dropna(subset=["label"])
-    assert result.metrics["overall_value"] == pytest.approx(
+    assert result.metrics["batch_value"] == pytest.approx(
         recall_score(kept["label"], kept["predicted"], average="macro")
     )
 

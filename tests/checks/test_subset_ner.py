@@ -37,7 +37,7 @@ def test_golden_ner_case(case: dict, criterion: str) -> None:
     metric = case["inputs"]["metric"]
     check = registry.create(f"subset.ner_{metric}", {"criterion": criterion, "min_subset_size": 1})
     (result,) = run_check(check, frame, COLUMNS, reference=frame, strict=True)
-    assert result.metrics["overall_value"] == pytest.approx(case["expected"], abs=case["tolerance"])
+    assert result.metrics["batch_value"] == pytest.approx(case["expected"], abs=case["tolerance"])
     table = run_check(registry.create("rubric.extended_precision_recall"), frame, COLUMNS, reference=frame)
     by_criterion = {r.target: r for r in table}
     assert by_criterion[criterion].metrics[metric] == pytest.approx(case["expected"], abs=case["tolerance"])
@@ -60,15 +60,23 @@ def two_source_frame(seed: int = 0, n: int = 400) -> pd.DataFrame:
     ("name", "key"), [("subset.ner_precision", "precision"), ("subset.ner_recall", "recall")]
 )
 def test_worst_subset_matches_nervaluate(name: str, key: str) -> None:
+    """Against a reference whose predictions are the truths: the shifted `forum` spans lost the most."""
     frame = two_source_frame()
-    (result,) = run_check(registry.create(name), frame, COLUMNS, reference=frame, strict=True)
+    reference = frame.assign(pred=frame["truth"])
+    (result,) = run_check(registry.create(name), frame, COLUMNS, reference=reference, strict=True)
     forum = frame[frame["source"] == "forum"]
     expected_subset = nervaluate_counts(list(forum["pred"]), list(forum["truth"]))["strict"][key]
     expected_all = nervaluate_counts(list(frame["pred"]), list(frame["truth"]))["strict"][key]
     assert result.details["subset"] == "forum"
     assert result.metrics["subset_value"] == pytest.approx(expected_subset, abs=1e-12)
-    assert result.metrics["overall_value"] == pytest.approx(expected_all, abs=1e-12)
-    assert result.details["significant"] and result.severity == "high"
+    assert result.metrics["reference_value"] == pytest.approx(1.0)
+    assert result.metrics["change"] == pytest.approx(1.0 - expected_subset, abs=1e-12)
+    assert result.metrics["batch_value"] == pytest.approx(expected_all, abs=1e-12)
+    assert result.severity == "high"
+    audit = registry.create(name, {"compare_to": "batch"})
+    (against_batch,) = run_check(audit, frame, COLUMNS, reference=frame, strict=True)
+    assert against_batch.details["subset"] == "forum" and against_batch.severity == "high"
+    assert against_batch.metrics["overall_value"] == pytest.approx(expected_all, abs=1e-12)
 
 
 def test_span_columns_as_json_text_give_the_same_results() -> None:

@@ -37,7 +37,7 @@ def test_query_document_example(case: dict) -> None:
     )
     result = run(NAMES[inputs["metric"]], frame)["feature"]
     values = {s["subset"]: s["value"] for s in result.details["subsets"]}
-    got = result.metrics["overall_value"] if inputs["subset"] is None else values[inputs["subset"]]
+    got = result.metrics["batch_value"] if inputs["subset"] is None else values[inputs["subset"]]
     assert got == pytest.approx(case["expected"], abs=case["tolerance"])
     assert got == pytest.approx(case["seed_value"], abs=case["seed_tolerance"])
 
@@ -101,7 +101,7 @@ def test_ranking_metrics_match_per_query_references(name: str, ranking_frame: pd
     kept = ranking_frame.dropna(subset=["score", "label"])
     metric = REFERENCE_METRICS[name]
     assert result.details["dropped_rows"] == len(ranking_frame) - len(kept)
-    assert result.metrics["overall_value"] == pytest.approx(expected(kept, metric), abs=1e-12)
+    assert result.metrics["batch_value"] == pytest.approx(expected(kept, metric), abs=1e-12)
     values = {s["subset"]: (s["value"], s["rows"]) for s in result.details["subsets"]}
     for label, rows in kept.groupby("feature"):
         assert values[label] == (pytest.approx(expected(rows, metric), abs=1e-12), len(rows))

@@ -121,7 +121,7 @@ def test_hanley_mcneil_formula_by_hand() -> None:
 
 def test_bootstrap_se_of_a_proportion_matches_the_binomial_formula() -> None:
     counts = np.array([[300, 700], [90, 10], [0, 0]])  # (wrong, right) per group; the last one is empty
-    se = bootstrap_se(counts, lambda c: c[..., 1] / c.sum(axis=-1), n_boot=4000, rng=np.random.default_rng(1))
+    se = bootstrap_se(counts, lambda c: c[..., 1] / c.sum(axis=-1), draws=4000)
     for g, (wrong, right) in enumerate(counts[:2]):
         p, n = right / (wrong + right), wrong + right
         assert se[g] == pytest.approx(math.sqrt(p * (1 - p) / n), rel=0.05)
