@@ -229,24 +229,36 @@ def category_bars_svg(result: Mapping[str, Any]) -> str:
 # --- subsets: worst subsets with the overall line -----------------------------------------------------
 
 
-def subset_data(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], float, bool]:
-    """The worst subsets (worst first), the overall value, and whether higher values are better.
+def higher_is_better(check: str) -> bool:
+    """Whether higher values of a subset check's metric are better, as the check class declares it
+    (a check no longer in the catalog is taken as higher-is-better, as most are)."""
+    from driftline.checks import registry
+    from driftline.checks.errors import CheckInputError
 
-    The direction comes from the signed difference: overall - subset when higher is better.
-    """
-    metrics, details = result["metrics"], result["details"]
-    overall = float(metrics["overall_value"])
-    higher_is_better = math.isclose(
-        overall - float(metrics["subset_value"]), float(metrics["difference"]), rel_tol=1e-9, abs_tol=1e-12
-    )
+    try:
+        return bool(getattr(registry.get(check), "higher_is_better", True))
+    except CheckInputError:
+        return True
+
+
+def subset_data(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], float | None, bool]:
+    """The subsets, worst first, the whole-batch value they were compared with (only for the audit
+    comparison, `compare_to: batch`; None when each subset is compared with itself in the reference),
+    and whether higher values are better."""
+    details = result["details"]
+    better_high = higher_is_better(result["check"])
     subsets = [s for s in details["subsets"] if s.get("value") is not None and math.isfinite(s["value"])]
-    subsets.sort(key=lambda s: s["value"], reverse=not higher_is_better)
-    return subsets[:MAX_SUBSETS], overall, higher_is_better
+    if details.get("compare_to", "reference") == "reference":
+        subsets.sort(key=lambda s: -math.inf if s.get("change") is None else s["change"], reverse=True)
+        return subsets[:MAX_SUBSETS], None, better_high
+    subsets.sort(key=lambda s: s["value"], reverse=not better_high)
+    return subsets[:MAX_SUBSETS], float(result["metrics"]["overall_value"]), better_high
 
 
 @_styled
 def subset_bars_svg(result: Mapping[str, Any]) -> str:
-    """The worst subsets' metric values (95% intervals, significant ones coloured) and the overall line."""
+    """The worst subsets' batch values (95% intervals, graded ones coloured) with each subset's
+    reference value as a tick, or with the whole batch's value as a line in the audit comparison."""
     subsets, overall, _ = subset_data(result)
     metric = result["details"].get("metric", "value")
     labels = [f"{s['subset']}  (n={s['rows']:,})" for s in subsets]
@@ -258,21 +270,34 @@ def subset_bars_svg(result: Mapping[str, Any]) -> str:
         1.96 * (s.get("std_error") or 0.0) if math.isfinite(s.get("std_error") or 0.0) else 0.0
         for s in subsets
     ]
-    colours = [BATCH_COLOUR if s.get("significant") else REFERENCE_COLOUR for s in subsets]
+    colours = [REFERENCE_COLOUR if s.get("not_graded") else BATCH_COLOUR for s in subsets]
     axes.barh(y, values, 0.6, xerr=errors, color=colours, error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
-    axes.axvline(overall, color="#222222", linestyle="--", linewidth=1.2)
-    axes.annotate(
-        f"overall {overall:.3f}",
-        (overall, 1.0),
-        xycoords=("data", "axes fraction"),
-        ha="left",
-        va="bottom",
-        fontsize=7,
-    )
+    if overall is None:
+        pairs = zip(y, subsets, strict=True)
+        ticks = [(yi, s["reference_value"]) for yi, s in pairs if _has_reference_value(s)]
+        axes.scatter([v for _, v in ticks], [yi for yi, _ in ticks], marker="|", s=180, color="#222222")
+        axes.set_xlabel(
+            f"{metric} per subset in the batch (95% interval); |: the same subset in the reference"
+        )
+    else:
+        axes.axvline(overall, color="#222222", linestyle="--", linewidth=1.2)
+        axes.annotate(
+            f"whole batch {overall:.3f}",
+            (overall, 1.0),
+            xycoords=("data", "axes fraction"),
+            ha="left",
+            va="bottom",
+            fontsize=7,
+        )
+        axes.set_xlabel(f"{metric} per subset (95% interval)")
     axes.set_yticks(y, labels)
-    axes.set_xlabel(f"{metric} per subset (95% interval; coloured: significantly worse)")
-    axes.set_title(_metric_title(result, "difference"))
+    axes.set_title(_metric_title(result))
     return _svg_uri(figure)
+
+
+def _has_reference_value(subset: Mapping[str, Any]) -> bool:
+    value = subset.get("reference_value")
+    return value is not None and math.isfinite(value)
 
 
 # --- calibration ------------------------------------------------------------------------------------
@@ -389,8 +414,10 @@ def explaining_picture(result: Mapping[str, Any]) -> Picture | None:
         return Picture("reference vs batch distribution", drift_histogram_svg(result))
     if "largest_changes" in details:
         return Picture("categories whose share moved most", category_bars_svg(result))
-    if "subsets" in details and "overall_value" in (result.get("metrics") or {}):
+    if "subsets" in details and details.get("compare_to") == "batch":
         return Picture("worst subsets against the whole batch", subset_bars_svg(result))
+    if "subsets" in details and details.get("compare_to") == "reference":
+        return Picture("subsets against the same subsets in the reference", subset_bars_svg(result))
     if "reference_curve" in details and "current_curve" in details:
         return Picture("calibration curves", calibration_svg(result))
     return None

@@ -3,6 +3,7 @@ scikit-learn) on the same data."""
 
 from __future__ import annotations
 
+import base64
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -20,6 +21,7 @@ from driftline.tasks.report.figures import (
     drift_histogram_svg,
     histogram_data,
     sparkline_svg,
+    subset_bars_svg,
     subset_data,
 )
 from driftline.tasks.report.trends import baseline_bands
@@ -76,17 +78,36 @@ def test_category_bars_show_pandas_shares_of_the_largest_changes() -> None:
     assert moves == sorted(moves, reverse=True) and rows[0][0] == "d"
 
 
-def test_subset_bars_are_the_worst_subsets_with_sklearn_auc_and_the_overall_line() -> None:
+def test_subset_bars_show_each_subset_against_itself_in_the_reference_worst_first() -> None:
     reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
     (result,) = _results("subset.auc", reference, batch, features=["c"])
-    subsets, overall, higher_is_better = subset_data(result)
-    assert higher_is_better
-    assert overall == pytest.approx(roc_auc_score(batch["label"], batch["score"]))
-    worst = subsets[0]
-    assert worst["subset"] == "d"
-    rows = batch[batch["c"] == "d"]
-    assert worst["value"] == pytest.approx(roc_auc_score(rows["label"], rows["score"]))
+    subsets, overall, higher = subset_data(result)
+    assert higher and overall is None
+    for subset in subsets:
+        rows, ref_rows = batch[batch["c"] == subset["subset"]], reference[reference["c"] == subset["subset"]]
+        assert subset["value"] == pytest.approx(roc_auc_score(rows["label"], rows["score"]))
+        assert subset["reference_value"] == pytest.approx(roc_auc_score(ref_rows["label"], ref_rows["score"]))
+    drops = [s["reference_value"] - s["value"] for s in subsets]
+    assert drops == sorted(drops, reverse=True)
+    uri = subset_bars_svg(result)
+    assert ET.fromstring(base64.b64decode(uri.split(",", 1)[1])).tag.endswith("svg")
+
+
+def test_audit_subset_bars_keep_the_whole_batch_line_and_the_declared_direction() -> None:
+    """subset.fpr declares lower values better: its worst subsets are its highest, also when tied."""
+    reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
+    (auc,) = _results("subset.auc", reference, batch, features=["c"], compare_to="batch")
+    subsets, overall, higher = subset_data(auc)
+    assert higher and overall == pytest.approx(roc_auc_score(batch["label"], batch["score"]))
     assert [s["value"] for s in subsets] == sorted(s["value"] for s in subsets)
+    (fpr,) = _results("subset.fpr", reference, batch, features=["c"], compare_to="batch")
+    tied = {
+        **fpr,
+        "details": {**fpr["details"], "subsets": [{**s, "value": 0.5} for s in fpr["details"]["subsets"]]},
+    }
+    assert subset_data(tied)[2] is False
+    subsets, _, _ = subset_data(fpr)
+    assert [s["value"] for s in subsets] == sorted((s["value"] for s in subsets), reverse=True)
 
 
 def test_calibration_curves_match_sklearn() -> None:
