@@ -142,7 +142,8 @@ def test_unreachable_store_spools_run_and_alert_and_the_next_run_replays_both(
     later.mkdir()
     monitor(str(spec), "2016-06")
     engine = open_store(url)
-    batches = sorted(read_history(engine, "acs-employment", check="drift.prediction")["batch_id"])
+    history = read_history(engine, "acs-employment", check="drift.prediction", metric="psi")
+    batches = sorted(history["batch_id"])
     with engine.connect() as conn:
         queued = conn.execute(select(AlertOutbox.batch_id).order_by(AlertOutbox.id)).scalars().all()
     engine.dispose()
