@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
@@ -26,17 +28,24 @@ _NAME_GUESSES = {
     "timestamp": TIMESTAMP_NAMES,
 }
 SINGLE_ROLES = ("id", "timestamp", "label", "prediction", "score", "query_id")
+# `time` lists the date and time columns: never features, so out of drift unless declared as one.
 # `ignore` lists the columns kept out of every role (inference never gives them one).
-LIST_ROLES = ("categorical", "numeric", "text", "protected", "class_scores", "ignore")
+LIST_ROLES = ("categorical", "numeric", "text", "time", "protected", "class_scores", "ignore")
 FEATURE_KINDS = ("numeric", "categorical", "text")
 # Every key `columns:` accepts.
 ROLE_KEYS = (*SINGLE_ROLES, *LIST_ROLES, "task", "extra")
+# Values of Parquet list, map and struct columns as pandas reads them.
+NESTED_TYPES = (list, tuple, dict, set, frozenset, np.ndarray)
+MIXED_KINDS = ("mixed", "mixed-integer")  # what `infer_dtype` says of a column holding such values
+# ISO 8601 dates, with an optional time of day and offset, as text (a CSV's dates).
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?")
 
 
 @dataclass(frozen=True)
 class Columns:
-    """Which column plays which role. Features are `numeric` + `categorical` (+ `text`); `ignore`
-    lists the columns that were kept out of every role."""
+    """Which column plays which role. Features are `numeric` + `categorical` (+ `text`); `time` lists
+    the date and time columns (no feature, so no drift); `ignore` lists the columns that were kept out
+    of every role."""
 
     id: str | None = None
     timestamp: str | None = None
@@ -47,6 +56,7 @@ class Columns:
     categorical: tuple[str, ...] = ()
     numeric: tuple[str, ...] = ()
     text: tuple[str, ...] = ()
+    time: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
     class_scores: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -130,9 +140,10 @@ def infer_columns(frame: pd.DataFrame, given: Mapping[str, Any] | None = None) -
     Given roles win: a column named in a declared role (other than `protected`, which marks a
     feature without taking it) is never inferred into another role, and `ignore` columns into none.
     Label, prediction, score, id and timestamp are found by common names; the id may also be an
-    integer column that is unique and monotonic (a row number). Row numbers and id-like names never
-    become features; the remaining columns become numeric (number dtypes) or categorical (the rest).
-    Unknown role names, absent columns and a column declared under two feature kinds are errors.
+    integer column that is unique and monotonic (a row number). Row numbers, id-like names, dates and
+    times (`time`) and nested values (lists, arrays, mappings) never become features; the remaining
+    columns become numeric (number dtypes) or categorical (the rest). Unknown role names, absent
+    columns and a column declared under two feature kinds are errors.
     """
     given = _validated_roles(frame, given or {})
     claimed = _claimed(given)
@@ -146,13 +157,17 @@ def infer_columns(frame: pd.DataFrame, given: Mapping[str, Any] | None = None) -
     for role in LIST_ROLES:
         roles[role] = tuple(given.get(role) or ())
     taken = {c for c in roles.values() if isinstance(c, str)}
-    rest = [c for c in free if c not in taken and not _is_id_like(frame[c])]
+    rest = [c for c in free if c not in taken and not _is_id_like(frame[c]) and not is_nested(frame[c])]
+    times = tuple(c for c in rest if is_time(frame[c]))
+    if "time" not in given:
+        roles["time"] = times
+    rest = [c for c in rest if c not in times]
     if "numeric" not in given:
         roles["numeric"] = tuple(c for c in rest if _is_number(frame[c]))
     if "categorical" not in given:
         roles["categorical"] = tuple(c for c in rest if c not in roles["numeric"])
     task = given.get("task")
-    if task is None and roles["label"]:
+    if task is None and roles["label"] and not is_nested(frame[roles["label"]]):
         task = infer_task(frame[roles["label"]])
     return Columns(**roles, task=task, extra=given.get("extra") or {})
 
@@ -169,6 +184,44 @@ def is_row_number(values: pd.Series) -> bool:
     if not pd.api.types.is_integer_dtype(values) or len(values) < 2 or values.hasnans:
         return False
     return values.is_unique and (values.is_monotonic_increasing or values.is_monotonic_decreasing)
+
+
+def is_nested(values: pd.Series) -> bool:
+    """True for a column holding lists, arrays or mappings (a Parquet list, map or struct column):
+    such values have no order, categories or hash, so no feature check can take them."""
+    if values.dtype != object or pd.api.types.infer_dtype(values, skipna=True) not in MIXED_KINDS:
+        return False  # values of one plain kind, told apart without a Python loop
+    return any(isinstance(v, NESTED_TYPES) for v in values)
+
+
+def nested_text(value: Any) -> Any:
+    """A nested value as JSON text (keys sorted), so that it can be hashed the same in every process;
+    other values unchanged."""
+    return json.dumps(value, sort_keys=True, default=_json_form) if isinstance(value, NESTED_TYPES) else value
+
+
+def _json_form(value: Any) -> Any:
+    """What `json` cannot write itself: arrays and numpy scalars as lists and numbers, sets sorted."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return str(value)
+
+
+def is_time(values: pd.Series) -> bool:
+    """True for dates and times: a datetime dtype, `datetime`/`date` objects (a Parquet date column) or
+    text that is all ISO 8601 dates (a CSV's); each value would otherwise be a category of its own."""
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return True
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind in ("datetime", "date"):
+        return True
+    present = values.dropna()
+    if kind != "string" or present.empty:
+        return False
+    head = present.iloc[:100]  # most text columns fail on their first values: skip the full scan
+    return bool(head.str.fullmatch(ISO_DATE).all() and present.str.fullmatch(ISO_DATE).all())
 
 
 def _is_id_like(values: pd.Series) -> bool:

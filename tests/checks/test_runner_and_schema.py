@@ -83,7 +83,12 @@ def test_schema_check_finds_missing_extra_and_changed_columns() -> None:
     results = SchemaCheck().run(reference, current, infer_columns(reference))
     by_target = {r.target: r for r in results}
     assert by_target["*"].severity == "high"
-    assert by_target["*"].metrics == {"missing_columns": 1.0, "changed_kinds": 1.0, "extra_columns": 1.0}
+    assert by_target["*"].metrics == {
+        "missing_columns": 1.0,
+        "changed_kinds": 1.0,
+        "extra_columns": 1.0,
+        "out_of_domain": 0.0,
+    }
     assert by_target["d"].details["problem"] == "missing from the batch"
     assert by_target["c"].details == {
         "problem": "values changed from numeric to categorical (dtype str)",
