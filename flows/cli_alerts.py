@@ -10,6 +10,7 @@ import typer
 
 from driftline.flows.cli_common import JsonOption, app, console, fail, json_mode, print_json
 from driftline.flows.cli_history import DatabaseOption, MonitorArgument, _monitor
+from driftline.flows.render import plain
 
 
 def parse_until(value: str) -> datetime:
@@ -110,7 +111,7 @@ def mute(
         if as_json:
             print_json({"monitor": monitor_name, "check": check, "target": target, "removed": removed})
         else:
-            console.print(f"{monitor_name}: {subject} is no longer muted")
+            console.print(plain(f"{monitor_name}: {subject} is no longer muted"))
     elif as_json:
         print_json(
             {
@@ -123,7 +124,7 @@ def mute(
         )
     else:
         console.print(
-            f"{monitor_name}: {subject} muted until {end.isoformat()} ({covered} open incident(s) now)"
+            plain(f"{monitor_name}: {subject} muted until {end.isoformat()} ({covered} open incident(s) now)")
         )
 
 
@@ -142,6 +143,10 @@ def _print_mutes(monitor: str, mutes: list[dict[str, Any]], as_json: bool) -> No
         table.add_column(name)
     for m in mutes:
         table.add_row(
-            m["check"], m["target"], m["until"][:19], "yes" if m["active"] else "ended", m["note"] or ""
+            plain(m["check"]),
+            plain(m["target"]),
+            m["until"][:19],
+            "yes" if m["active"] else "ended",
+            plain(m["note"] or ""),
         )
     console.print(table)

@@ -27,12 +27,14 @@ def report(
     json_mode(as_json)
     from driftline.tasks.history.db import StoreConfigError, StoreUnavailable
     from driftline.tasks.report import ReportDataError, write_html_report
+    from driftline.tasks.sources import SourceError, valid_batch_id
     from driftline.tasks.spec import SpecError, load_spec
 
     try:
+        batch = None if batch is None else valid_batch_id(batch)
         spec = load_spec(spec_path)
         path = write_html_report(spec, batch_id=batch, runs=runs, database_url=database)
-    except (SpecError, ReportDataError, StoreUnavailable, StoreConfigError) as exc:
+    except (SpecError, SourceError, ReportDataError, StoreUnavailable, StoreConfigError) as exc:
         fail(str(exc.args[0]) if isinstance(exc, ReportDataError) else str(exc))
     if as_json:
         print_json({"report": str(path), "bytes": path.stat().st_size})

@@ -29,6 +29,7 @@ from driftline.flows.cli_common import (
     print_json,
 )
 from driftline.flows.render import print_summary, results_table
+from driftline.tasks.safe_text import first_line, printable
 
 
 def _parse_params(pairs: list[str]) -> dict[str, Any]:
@@ -186,12 +187,21 @@ class _StderrHandler(logging.StreamHandler):
         """The stream is always the current standard error."""
 
 
+class _LineFormatter(logging.Formatter):
+    """One line a record: a driver's multi-line error keeps its first line, control characters from the
+    data are shown as escapes."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(first_line(record.message))
+        return super().formatMessage(record)
+
+
 def _show_progress() -> None:
     """Progress of local runs on standard error (Prefect shows its own logs)."""
     driftline_log = logging.getLogger("driftline")
     if not any(isinstance(h, _StderrHandler) for h in driftline_log.handlers):
         handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+        handler.setFormatter(_LineFormatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
         driftline_log.addHandler(handler)
     driftline_log.setLevel(logging.INFO)
 
@@ -324,6 +334,12 @@ def run(
 ) -> None:
     """Run a monitor over one batch; exit 1 when a check reaches `fail_on` or the batch is empty."""
     json_mode(as_json)
+    from driftline.tasks.sources import SourceError, valid_batch_id
+
+    try:
+        batch = None if batch is None else valid_batch_id(batch)
+    except SourceError as exc:
+        fail(str(exc))
     spec = _load_spec_or_exit(spec_path)
     with BatchRunner(spec_path, spec, engine, partitioned, dask_address) as runner:
         summary = runner.run(batch)
@@ -354,12 +370,13 @@ def backfill(
 ) -> None:
     """Run a monitor over past batches, oldest first, printing each as it finishes; exit 1 if any failed."""
     json_mode(as_json)
+    from driftline.tasks.sources import SourceError
     from driftline.tasks.spec import SpecError, past_batch_ids
 
     spec = _load_spec_or_exit(spec_path)
     try:
         batch_ids = past_batch_ids(spec, batch)
-    except SpecError as exc:
+    except (SpecError, SourceError) as exc:
         fail(str(exc))
     summaries = []
     with BatchRunner(spec_path, spec, engine, partitioned, dask_address) as runner:

@@ -6,21 +6,38 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from driftline.checks.result import format_number
 from driftline.tasks.result_rows import format_metrics
+from driftline.tasks.safe_text import printable
 
 SEVERITY_STYLE = {"none": "green", "low": "yellow", "medium": "dark_orange", "high": "bold red"}
 STATUS_STYLE = {"ok": "", "skipped": "dim", "error": "bold magenta"}
 
 
+class SafeConsole(Console):
+    """A console that prints control characters as escapes: a column name, batch id or error text from
+    the data cannot clear the screen, move the cursor or plant a terminal hyperlink."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        """Every printed string, table cell and title passes here before its markup is read."""
+        return super().render_str(printable(text), **options)
+
+
 def make_console(stderr: bool = False) -> Console:
     """A console that stays wide enough for result tables when output goes to a file or a pipe."""
-    console = Console(stderr=stderr)
+    console = SafeConsole(stderr=stderr)
     if not console.is_terminal:
-        console = Console(stderr=stderr, width=160)
+        console = SafeConsole(stderr=stderr, width=160)
     return console
+
+
+def plain(value: object) -> str:
+    """A value from the data as table text: brackets in it are shown, never read as markup."""
+    return escape(str(value))
 
 
 def results_table(
@@ -43,14 +60,14 @@ def results_table(
         if not show_ok and r["status"] == "ok" and r["severity"] == "none":
             continue
         table.add_row(
-            r["check"],
-            r["target"],
+            plain(r["check"]),
+            plain(r["target"]),
             f"[{STATUS_STYLE[r['status']]}]{r['status']}" if STATUS_STYLE[r["status"]] else r["status"],
             f"[{SEVERITY_STYLE[r['severity']]}]{r['severity']}",
-            format_metrics(r.get("metrics") or {}, r.get("thresholds")),
+            plain(format_metrics(r.get("metrics") or {}, r.get("thresholds"))),
             format_number(r.get("failing_rows")),
             format_number(r.get("model_impact")),
-            (r.get("reason") or "")[:120],
+            plain((r.get("reason") or "")[:120]),
         )
     return table
 
@@ -63,10 +80,10 @@ def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -
     for r in rows:
         table.add_row(
             str(r["batch_time"])[:19],
-            str(r["batch_id"]),
-            r["check"],
-            r["target"],
-            r["metric"],
+            plain(r["batch_id"]),
+            plain(r["check"]),
+            plain(r["target"]),
+            plain(r["metric"]),
             format_number(r["value"]),
             f"[{SEVERITY_STYLE.get(r['severity'], '')}]{r['severity']}",
             r["status"],
@@ -77,18 +94,18 @@ def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -
 def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = True) -> None:
     """A monitor run: its results table, where the history went, what retraining did."""
     title = (
-        f"{summary['monitor']} · batch {summary['batch_id']} · {summary['rows']} rows · "
+        f"{plain(summary['monitor'])} · batch {plain(summary['batch_id'])} · {summary['rows']} rows · "
         f"{summary['status'].upper()} (worst severity {summary['worst_severity']})"
     )
     console.print(results_table(summary["results"], title=title, show_ok=show_ok))
-    console.print(f"history: {summary['stored']}")
+    console.print(f"history: {plain(summary['stored'])}")
     alerts = summary.get("alerts") or {}
     if alerts:
-        console.print(f"alerts: {format_alerts(alerts)}", highlight=False)
+        console.print(f"alerts: {plain(format_alerts(alerts))}", highlight=False)
     if summary.get("retraining"):
-        console.print(f"retraining: {format_retraining(summary['retraining'])}", highlight=False)
+        console.print(f"retraining: {plain(format_retraining(summary['retraining']))}", highlight=False)
     for path in summary.get("figures") or ():
-        console.print(f"figure: {path}", highlight=False)
+        console.print(f"figure: {plain(path)}", highlight=False)
 
 
 def format_alerts(report: Mapping[str, Any]) -> str:

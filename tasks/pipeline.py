@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -21,8 +21,10 @@ import pandas as pd
 from driftline.checks import registry
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
+from driftline.checks.domains import stopping_problem
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.checks.runner import missing_role
+from driftline.checks.schema import stopping_problems
 from driftline.checks.slice_codes import SliceCodes, sharing_codes
 from driftline.tasks.attribution_plots import drawn_figures, write_figures
 from driftline.tasks.drift_overview import drift_overview
@@ -97,6 +99,10 @@ class Evaluation:
         reason = "the batch has no labels yet: this check runs when they land (see `labels:`)"
         return [CheckResult.skipped(check.name, "*", reason, rows=len(self.current)).to_dict()]
 
+    def stopped(self, check: Check, problem: str) -> list[dict[str, Any]]:
+        """The result of a check that reads a column the schema check found outside its domain."""
+        return [CheckResult.error(check.name, "*", problem, rows=len(self.current)).to_dict()]
+
     def evaluate_and_draw(self, check: Check) -> list[dict[str, Any]]:
         """One check's results, its figures drawn in the same worker (in parallel with the other
         checks); a figure that cannot be drawn never costs a result."""
@@ -150,6 +156,22 @@ def build_jobs(spec: MonitorSpec, evaluation: Evaluation, model: Any = None) -> 
             )
         )
     return jobs
+
+
+def schema_first(jobs: list[CheckJob], evaluation: Evaluation) -> list[CheckJob]:
+    """The schema check evaluated now, before the other checks fan out: a label, prediction or score
+    outside the reference's domain stops every check that reads it, with the problem as its error."""
+    schema = next(j for j in jobs if j.check.name == SCHEMA_CHECK)
+    results = schema.run()
+    problems = stopping_problems(results)
+
+    def settled(job: CheckJob) -> CheckJob:
+        if job is schema:
+            return replace(job, evaluate=partial(list, results), isolation="thread")
+        problem = stopping_problem(job.check, problems)
+        return replace(job, evaluate=partial(evaluation.stopped, job.check, problem)) if problem else job
+
+    return [settled(j) for j in jobs]
 
 
 def share_slice_codes(
@@ -255,11 +277,13 @@ def _evaluate(
     )
 
     figure_dir = report_dir(spec, batch.batch_id)
-    jobs = build_jobs(spec, Evaluation(current, columns, reference, ref_hash, cache, figure_dir), model)
+    evaluation = Evaluation(current, columns, reference, ref_hash, cache, figure_dir)
+    jobs = build_jobs(spec, evaluation, model)
     awaited = awaiting_labels(spec, current, columns)
     fitting = [j.check for j in jobs if fits_profile(j.check, columns, awaited)]
     if isinstance(reference, LazyReference) and not all(cache.has(c, columns, ref_hash) for c in fitting):
         reference.read()  # a profile is to be fitted: read the reference once, before the workers fork
+    jobs = schema_first(jobs, evaluation)
     with sharing_codes(current) as shared:
         share_slice_codes(shared, fitting, cache, columns, ref_hash)
         results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]
@@ -385,8 +409,11 @@ def retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> Re
 
 
 def report_dir(spec: MonitorSpec, batch_id: str) -> Path:
-    """The folder of one run's report files (figures; summaries written by a driver)."""
-    return spec.base_dir / ".driftline" / "reports" / spec.name / batch_id
+    """The folder of one run's report files (figures; summaries written by a driver); a batch id that
+    would leave `.driftline/reports/` is a `BatchIdError`."""
+    from driftline.tasks.sources import valid_batch_id
+
+    return spec.base_dir / ".driftline" / "reports" / spec.name / valid_batch_id(batch_id)
 
 
 def publish_report(spec: MonitorSpec, summary: RunSummary, figure_dir: Path, driver: Driver) -> list[str]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import codecs
+import csv
 import glob
+import gzip
 import re
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,11 +18,34 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from driftline.tasks.safe_text import first_line
+
 BATCH_PLACEHOLDER = "{batch}"
+PARQUET_SUFFIXES = (".parquet", ".pq")
+# A batch id names a file (through `{batch}`), a report folder and the runs of the history, so it is one
+# plain path component: a letter, digit or `_` first, then letters, digits and `_ . - : = + @ , ~ ( )`
+# or spaces, at most 200 characters, never `..`. Path separators and control characters are refused.
+BATCH_ID = re.compile(r"(?!.*\.\.)\w[\w.:=+@,~() -]{0,199}")
+BATCH_ID_RULE = (
+    "use letters, digits, spaces and _.-:=+@,~() (a letter, digit or _ first; no '..'; at most 200)"
+)
 
 
 class SourceError(ValueError):
     """A source that cannot be read: the message names the file, query or batch."""
+
+
+class BatchIdError(SourceError):
+    """A batch id (given, listed from file names or stored) that could escape its folder or the terminal."""
+
+
+def valid_batch_id(batch_id: str, origin: str = "") -> str:
+    """`batch_id` when it matches `BATCH_ID`, else a `BatchIdError` naming it (and `origin`, the file
+    it came from) so that it never reaches a path template, a report folder or the history."""
+    if BATCH_ID.fullmatch(batch_id):
+        return batch_id
+    where = f"{origin}: " if origin else ""
+    raise BatchIdError(f"{where}batch id {batch_id!r} is not allowed: {BATCH_ID_RULE}")
 
 
 @dataclass(frozen=True)
@@ -31,20 +58,62 @@ class Batch:
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV or Parquet file; a missing or unreadable file is a `SourceError` naming it."""
+    """Read a CSV (separator and byte-order mark sniffed) or Parquet file; a missing or unreadable file
+    is a one-line `SourceError` naming it."""
     if not path.exists():
         raise SourceError(f"{path}: no such file")
     suffix = path.suffix.lower()
     try:
-        if suffix in (".parquet", ".pq"):
+        if suffix in PARQUET_SUFFIXES:
             return pd.read_parquet(path)
         if suffix in (".csv", ".gz", ".txt"):
-            return pd.read_csv(path)
+            encoding, separator = csv_dialect(path)
+            return pd.read_csv(path, sep=separator, encoding=encoding)
     except Exception as exc:
-        raise SourceError(
-            f"{path}: cannot parse as {suffix.lstrip('.')} ({type(exc).__name__}: {exc})"
-        ) from exc
+        raise SourceError(_unreadable(path, exc)) from exc
     raise SourceError(f"{path}: unsupported file type {suffix!r} (use .csv or .parquet)")
+
+
+def _unreadable(path: Path, exc: Exception) -> str:
+    """One line on why a file cannot be read: its repeated column names, else the reader's first line."""
+    repeated = _repeated_parquet_columns(path) if path.suffix.lower() in PARQUET_SUFFIXES else []
+    if repeated:
+        return f"{path}: column name(s) {repeated} appear more than once (each column needs its own name)"
+    kind = path.suffix.lower().lstrip(".")
+    return f"{path}: cannot parse as {kind} ({type(exc).__name__}: {first_line(str(exc))})"
+
+
+def _repeated_parquet_columns(path: Path) -> list[str]:
+    """Column names a Parquet file's schema gives more than once (none when the footer is unreadable)."""
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+    except Exception:
+        return []
+    return sorted(name for name, n in Counter(names).items() if n > 1)
+
+
+# Separators a CSV file may use (`;` where the decimal mark is a comma, tab in Excel's Unicode text),
+# sniffed from the file's first `SNIFF_BYTES`.
+CSV_SEPARATORS = ",;\t|"
+SNIFF_BYTES = 64 * 1024
+
+
+def csv_dialect(path: Path) -> tuple[str, str]:
+    """The encoding (from a byte-order mark, else UTF-8) and the separator of a CSV file (a comma
+    unless its first lines, header included, are consistently split by another of `CSV_SEPARATORS`)."""
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rb") as file:
+        head = file.read(SNIFF_BYTES)
+    encoding = "utf-16" if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else "utf-8-sig"
+    lines = head.decode(encoding, errors="ignore").splitlines()
+    whole = lines[:-1] if len(head) == SNIFF_BYTES and len(lines) > 1 else lines
+    try:
+        separator = csv.Sniffer().sniff("\n".join(whole), delimiters=CSV_SEPARATORS).delimiter
+    except csv.Error:
+        return encoding, ","
+    return encoding, separator if whole and separator in whole[0] else ","
 
 
 def list_batch_ids(template: str) -> list[str]:
@@ -52,17 +121,22 @@ def list_batch_ids(template: str) -> list[str]:
     if is_partitioned(template):
         return _partitioned_batch_ids(template)
     if BATCH_PLACEHOLDER not in template:
-        return [Path(template).stem] if Path(template).exists() else []
+        return [_fixed_batch_id(Path(template).stem)] if Path(template).exists() else []
     prefix, suffix = template.split(BATCH_PLACEHOLDER, 1)
     pattern = re.compile(re.escape(prefix) + "(.+?)" + re.escape(suffix) + "$")
-    ids = [m.group(1) for p in glob.glob(prefix + "*" + suffix) if (m := pattern.match(p))]
+    ids = [valid_batch_id(m.group(1), p) for p in glob.glob(prefix + "*" + suffix) if (m := pattern.match(p))]
     return sorted(ids, key=_natural_key)
+
+
+def _fixed_batch_id(name: str) -> str:
+    """The id of the one batch a template without `{batch}` names: its file or folder name when that is
+    a valid batch id (`data/parts/*.parquet` is not), else "batch"."""
+    return name if BATCH_ID.fullmatch(name) else "batch"
 
 
 # --- partitioned batches: a directory or a glob of Parquet files per batch -----------------------------
 
 GLOB_CHARACTERS = frozenset("*?[")
-PARTITION_SUFFIXES = (".parquet", ".pq")
 
 
 def is_partitioned(template: str) -> bool:
@@ -74,14 +148,14 @@ def is_partitioned(template: str) -> bool:
 def _partitioned_batch_ids(template: str) -> list[str]:
     """Batch ids of a partitioned template: the values of `{batch}` for which a partition exists."""
     if BATCH_PLACEHOLDER not in template:
-        return [Path(template.rstrip("/")).name or "batch"] if partition_paths(template) else []
+        return [_fixed_batch_id(Path(template.rstrip("/")).name)] if partition_paths(template) else []
     prefix, suffix = template.split(BATCH_PLACEHOLDER, 1)
     head = suffix.partition("/")[0]
     if "/" not in suffix or GLOB_CHARACTERS & set(head):
         raise SourceError(f"{template!r}: in a partitioned batch path, {BATCH_PLACEHOLDER} names a folder")
     pattern = re.compile(re.escape(prefix) + "([^/]+?)" + re.escape(head) + "$")
     ids = {
-        m.group(1)
+        valid_batch_id(m.group(1), p)
         for p in glob.glob(prefix + "*" + head)
         if (m := pattern.match(p)) and partition_paths(template.replace(BATCH_PLACEHOLDER, m.group(1)))
     }
@@ -93,17 +167,17 @@ def partition_paths(pattern: str) -> list[Path]:
     order of their paths."""
     if pattern.endswith(("/", "\\")) or Path(pattern).is_dir():
         root = Path(pattern)
-        found = [p for p in root.rglob("*") if p.suffix.lower() in PARTITION_SUFFIXES and p.is_file()]
+        found = [p for p in root.rglob("*") if p.suffix.lower() in PARQUET_SUFFIXES and p.is_file()]
     else:
         found = [Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file()]
     return sorted(found, key=lambda p: _natural_key(str(p)))
 
 
 def named_or_newest(template: str, batch_id: str | None, nothing: str) -> str:
-    """`batch_id`, or when None the newest batch `template` lists; none is a `SourceError` that says
-    `nothing` (such as "no batch file matches") of the template."""
+    """`batch_id` (validated), or when None the newest batch `template` lists; none is a `SourceError`
+    that says `nothing` (such as "no batch file matches") of the template."""
     if batch_id is not None:
-        return batch_id
+        return valid_batch_id(batch_id)
     ids = list_batch_ids(template)
     if not ids:
         raise SourceError(f"{nothing} {template!r}")
@@ -116,7 +190,7 @@ def batch_partitions(template: str, batch_id: str | None) -> tuple[str, list[Pat
     paths = partition_paths(template.replace(BATCH_PLACEHOLDER, batch_id))
     if not paths:
         raise SourceError(f"batch {batch_id!r}: no Parquet partition matches {template!r}")
-    unsupported = [p for p in paths if p.suffix.lower() not in PARTITION_SUFFIXES]
+    unsupported = [p for p in paths if p.suffix.lower() not in PARQUET_SUFFIXES]
     if unsupported:
         raise SourceError(f"{unsupported[0]}: partitions must be Parquet files (.parquet)")
     return batch_id, paths
@@ -200,7 +274,9 @@ def sql_connection(url: str) -> Iterator[Any]:
         with engine.connect() as conn:
             yield conn
     except SQLAlchemyError as exc:
-        raise SourceError(f"query on {shown} failed: {type(exc).__name__}: {exc.orig or exc}") from exc
+        raise SourceError(
+            f"query on {shown} failed: {type(exc).__name__}: {first_line(str(exc.orig or exc))}"
+        ) from exc
     finally:
         engine.dispose()
 
@@ -227,7 +303,7 @@ def sql_window(
         end = now.replace(hour=0, minute=0, second=0, microsecond=0)
         start = end - timedelta(days=window_days)
         return start.strftime("%Y-%m-%d"), start, end
-    start = batch_time_from_id(batch_id)
+    start = batch_time_from_id(valid_batch_id(batch_id))
     if start is None:
         raise SourceError(f"batch id {batch_id!r} of a SQL source must be a date such as 2024-05-01")
     return batch_id, start, start + timedelta(days=window_days)

@@ -257,12 +257,34 @@ def _format_errors(source: str, exc: ValidationError) -> str:
 
 # Fields the loader sets, not the YAML.
 INTERNAL_FIELDS = frozenset({"base_dir", "path"})
+# Values (keys, items and scalars, an alias counted at each use) a spec may expand to: a monitor has a
+# few hundred, while aliases of aliases (a "billion laughs" document) expand to billions.
+MAX_SPEC_VALUES = 100_000
+
+
+def _refuse_expansion(data: Any, source: str) -> None:
+    """A document that expands past `MAX_SPEC_VALUES` values is a `SpecError`, found after counting at
+    most that many (so it is refused at once, before validation walks or copies it)."""
+    pending, counted = [data], 0
+    while pending:
+        value = pending.pop()
+        counted += 1
+        if counted > MAX_SPEC_VALUES:
+            raise SpecError(
+                f"{source}: the spec expands to more than {MAX_SPEC_VALUES:,} values (aliases of aliases?)"
+            )
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
 
 
 def parse_spec(data: Any, source: str = "<spec>", base_dir: Path | None = None) -> MonitorSpec:
     """Validate an already-parsed YAML document; errors name `source` and each offending key."""
     if not isinstance(data, dict):
         raise SpecError(f"{source}: a monitor spec is a YAML mapping, got {type(data).__name__}")
+    _refuse_expansion(data, source)
     internal = sorted(INTERNAL_FIELDS & set(data))
     if internal:
         raise SpecError(f"{source}: {internal[0]}: Extra inputs are not permitted")
@@ -310,11 +332,12 @@ def severity_at_least(severity: str, minimum: str) -> bool:
 
 
 def past_batch_ids(spec: MonitorSpec, given: list[str] | None) -> list[str]:
-    """The batches a backfill covers: `given`, or every file the batch template matches (oldest first)."""
-    from driftline.tasks.sources import list_batch_ids
+    """The batches a backfill covers: `given` (validated), or every file the batch template matches
+    (oldest first); a bad batch id is a `BatchIdError`."""
+    from driftline.tasks.sources import list_batch_ids, valid_batch_id
 
     if given:
-        return list(given)
+        return [valid_batch_id(batch_id) for batch_id in given]
     if spec.batches.path is None:
         raise SpecError(
             f"{spec.path or spec.name}: a SQL batch source needs explicit batch ids (--batch 2024-05-01)"

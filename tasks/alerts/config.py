@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from string import Formatter
 from typing import Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -104,11 +105,16 @@ class SlackConfig(BaseModel):
 
     def format_run_url(self, monitor: str, batch_id: str) -> str | None:
         """The configured run link for one batch, or None without a template."""
-        return self.run_url.format(monitor=monitor, batch_id=batch_id) if self.run_url else None
+        return self.run_url.format(**url_fields(monitor, batch_id)) if self.run_url else None
 
     def format_report_url(self, monitor: str, batch_id: str) -> str | None:
         """The configured report link for one batch, or None without a template."""
-        return self.report_url.format(monitor=monitor, batch_id=batch_id) if self.report_url else None
+        return self.report_url.format(**url_fields(monitor, batch_id)) if self.report_url else None
+
+
+def url_fields(monitor: str, batch_id: str) -> dict[str, str]:
+    """The values of a link template, percent-encoded so that each stays one URL component."""
+    return {"monitor": quote(monitor, safe=""), "batch_id": quote(batch_id, safe="")}
 
 
 def check_family(check: str) -> str:

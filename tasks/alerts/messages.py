@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from driftline.checks.result import SEVERITIES, format_number, severity_rank, worst_severity
 from driftline.tasks.alerts.incidents import IncidentChange
+from driftline.tasks.safe_text import printable
 
 MAX_LISTED = 10
 COUNTS = (("rows", "rows"), ("failing_rows", "failing rows"), ("model_impact", "model impact"))
@@ -23,6 +25,9 @@ HEADER_LIMIT = 150
 # A listed line's length: ten of them and their heading fit in one section.
 LINE_LIMIT = 280
 TEXT_LIMIT = 3000
+# What a link's URL keeps as written (RFC 3986 delimiters and `%` of existing escapes); every other
+# character is percent-encoded.
+URL_KEEPS = ":/?#[]@!$&'()*+,;=%~"
 
 SEVERITY_EMOJI = {
     "high": ":red_circle:",
@@ -33,8 +38,9 @@ SEVERITY_EMOJI = {
 
 
 def escape(text: str) -> str:
-    """Escape the three characters Slack's mrkdwn treats as control characters."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Escape the three characters Slack's mrkdwn treats as control characters, and show terminal
+    control characters as escapes (console alerts print this text)."""
+    return printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def unescape(text: str) -> str:
@@ -163,10 +169,17 @@ def _blocks(
     return blocks
 
 
+def slack_link(url: str, label: str) -> str:
+    """A mrkdwn link `<url|label>` that nothing in `url` can end early or relabel: characters a URL
+    may not hold (`|`, `<`, `>`, spaces, controls) are percent-encoded, and a `|` in the label is shown
+    as `¦`."""
+    return f"<{escape(quote(url, safe=URL_KEEPS))}|{escape(label).replace('|', '¦')}>"
+
+
 def _links(run_url: str | None, report_url: str | None) -> str:
     """mrkdwn links to the run and its report (either may be missing)."""
     named = ((run_url, "Open the run"), (report_url, "Open the report"))
-    return " · ".join(f"<{escape(url)}|{label}>" for url, label in named if url)
+    return " · ".join(slack_link(url, label) for url, label in named if url)
 
 
 def _text(

@@ -120,7 +120,7 @@ def test_control_characters_are_escaped_and_the_console_restores_them() -> None:
     texts = _sections(message)
     assert "a&lt;b&gt;&amp;c" in texts[1] and "a<b>" not in json.dumps(message["blocks"])
     assert texts[0].startswith("*Batch* `b&amp;1`")
-    assert texts[-1] == "<https://ui/r?a=1&amp;b=&lt;2&gt;|Open the run>"
+    assert texts[-1] == "<https://ui/r?a=1&amp;b=%3C2%3E|Open the run>"
     assert "text.drift · a<b>&c: opened" in unescape(message["text"])
 
 

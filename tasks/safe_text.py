@@ -1,0 +1,26 @@
+"""Text from untrusted data (column names, batch ids, driver errors) made safe to print on a terminal."""
+
+from __future__ import annotations
+
+import re
+
+# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts ANSI and OSC-8
+# sequences, CR overwrites a line), DEL, and the invisible format characters that reorder or hide text
+# (bidi overrides and isolates, zero-width characters, line and paragraph separators, the BOM).
+# Newline and tab stay.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def printable(text: str) -> str:
+    """`text` with every terminal control character shown as its Python escape (`\\x1b`, `\\u202e`)."""
+    return CONTROL.sub(_escaped, text)
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of `text`, stripped: a driver's multi-line error (psycopg's hint,
+    SQLAlchemy's statement dump, Arrow's schema) becomes one error or log line."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
