@@ -31,6 +31,7 @@ BENCHMARKS = (
     "bench_dask",
     "bench_sql_pages",
     "bench_partition_work",
+    "alert_quality",
 )
 
 

@@ -72,6 +72,8 @@ def apply_slices(values: pd.Series, slices: dict[str, Any]) -> np.ndarray:
         codes[np.isnan(x)] = missing_code
         return codes
     row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    if len(uniques) == 0:  # every value is missing
+        return np.full(len(values), missing_code, dtype=np.intp)
     known = pd.Index(slices["categories"]).get_indexer(pd.Index(uniques, dtype=object))
     lookup = np.where(known >= 0, known, missing_code - 1)  # unseen values -> OTHER
     return np.where(row_codes >= 0, lookup[row_codes], missing_code).astype(np.intp, copy=False)

@@ -62,6 +62,17 @@ def test_categorical_keeps_most_frequent_values_and_buckets_the_rest() -> None:
     assert labels == ["b", OTHER, OTHER, MISSING, "a"]
 
 
+def test_a_categorical_feature_gone_null_puts_every_row_in_the_missing_subset() -> None:
+    slices = fit_slices(
+        pd.Series(["a", "b", "a"], name="c", dtype="str"), bins=4, max_categories=2, numeric=False
+    )
+    for batch in (
+        pd.Series([None] * 4, name="c", dtype="str"),
+        pd.Series([None] * 4, name="c", dtype=object),
+    ):
+        assert [slices["labels"][c] for c in apply_slices(batch, slices)] == [MISSING] * 4
+
+
 def test_fit_and_apply_reject_unusable_columns() -> None:
     with pytest.raises(CheckInputError, match="'x'"):
         fit_slices(pd.Series([np.nan, np.inf], name="x"), bins=4, max_categories=5, numeric=True)
