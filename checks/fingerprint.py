@@ -11,12 +11,19 @@ from typing import Any
 
 import pandas as pd
 
+from driftline.checks.columns import is_nested, nested_text
+
 
 def frame_fingerprint(frame: pd.DataFrame) -> str:
-    """SHA-256 of a frame's column names, dtypes and values (row order matters, the index does not)."""
+    """SHA-256 of a frame's column names, dtypes and values (row order matters, the index does not);
+    nested values (Parquet lists, maps, structs), which pandas cannot hash, are hashed as JSON text."""
     digest = hashlib.sha256()
     digest.update(json.dumps([[str(c), str(t)] for c, t in frame.dtypes.items()]).encode())
-    digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    hashable = frame.copy(deep=False)
+    for i in range(frame.shape[1]):
+        if is_nested(frame.iloc[:, i]):
+            hashable.isetitem(i, frame.iloc[:, i].map(nested_text))
+    digest.update(pd.util.hash_pandas_object(hashable, index=False).to_numpy().tobytes())
     return digest.hexdigest()
 
 

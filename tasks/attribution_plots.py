@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from driftline.tasks.files import write_private_file
+
 
 def _png(figure: Any) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -140,8 +142,7 @@ def write_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Pat
     """Draw the PNG figures of `results` into `directory`; returns their paths."""
     paths = []
     for path, draw, details in _figures(results, directory):
-        directory.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(draw(details))
+        write_private_file(path, draw(details))
         paths.append(path)
     return paths
 

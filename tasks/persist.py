@@ -2,11 +2,13 @@
 
 A run record and its alerts travel together. When the database cannot be reached, the record is
 spooled to disk; the next run that reaches the database first writes every spooled record and
-processes its alerts (oldest first), then its own.
+processes its alerts (oldest first), then its own. When the spool cannot take it either (a full or
+read-only disk), `RunNotKept` carries the run's summary to the caller, which prints it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -24,6 +26,39 @@ from driftline.tasks.steps import parse_record_times, record_run_step
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class RunNotKept(RuntimeError):
+    """Neither the history database nor the spool could take the run; `summary` is the run record as
+    JSON-ready data, for the caller to print so the verdict is not lost."""
+
+    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+        super().__init__(message, summary)
+        self.summary = summary
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def one_line(exc: BaseException, url: str) -> str:
+    """`Type: first line of the message`, with the credentials of the database `url` masked."""
+    from driftline.tasks.history.db import scrubbed
+
+    lines = str(exc).strip().splitlines()
+    return scrubbed(f"{type(exc).__name__}: {lines[0] if lines else ''}", url)
+
+
+def spool_or_raise(record: dict[str, Any], spool_dir: Path, url: str, failure: Exception) -> Path:
+    """Spool the record after the database `failure`; when the spool cannot take it either, raise
+    `RunNotKept` naming both failures."""
+    try:
+        return spool_run(record, spool_dir, url)
+    except OSError as exc:
+        raise RunNotKept(
+            f"run not kept: the history database failed ({one_line(failure, url)}) and the spool "
+            f"{spool_dir} could not take it ({one_line(exc, url)}); its summary is printed as JSON",
+            json.loads(json.dumps(record, default=str)),
+        ) from exc
 
 
 @dataclass
@@ -119,12 +154,14 @@ def persist_run(
             logger.info("replayed %d spooled run(s) into the history database", replayed)
         written = driver.step("record-run", record_run_step, url, record)
     except (StoreUnavailable, DBAPIError) as exc:
-        path = spool_run({**record, "alerts_due": alerts}, spool_dir, url)
-        logger.error("history database unavailable (%s); run and its alerts spooled to %s", exc, path)
+        path = spool_or_raise({**record, "alerts_due": alerts}, spool_dir, url, exc)
+        logger.error(
+            "history database unavailable (%s); run and its alerts spooled to %s", one_line(exc, url), path
+        )
         return Persisted(f"spooled to {path} (database unavailable)")
     except Exception as exc:
-        path = spool_run({**record, "alerts_due": alerts}, spool_dir, url)
-        logger.error("the run could not be written (%s: %s); spooled to %s", type(exc).__name__, exc, path)
+        path = spool_or_raise({**record, "alerts_due": alerts}, spool_dir, url, exc)
+        logger.error("the run could not be written (%s); spooled to %s", one_line(exc, url), path)
         return Persisted(f"spooled to {path} (write failed: {type(exc).__name__})")
     stored = f"stored run {written['run_id']} ({written['results']} metric rows)"
     _purge_delivered(url, logger)

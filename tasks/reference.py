@@ -3,10 +3,16 @@
 Every profile is cached under the reference's content hash, so once they are all cached a run needs
 no reference rows at all: only that hash, the column roles inferred on the reference, its column names
 and its row count. Those facts are kept beside the profiles, keyed by the reference file's identity
-(path, size, modification time), the spec's column roles and, with `model:`, a fingerprint of the
-fitted model (the reference is scored by it). A file that is replaced, touched or resized, another
-model or other roles give another key, so the file is read and hashed again. SQL references have no
-such identity and are always read.
+(path, size, modification time and a content signature), the spec's column roles and, with `model:`,
+a fingerprint of the fitted model (the reference is scored by it). A file that is replaced, touched or
+resized, another model or other roles give another key, so the file is read and hashed again.
+
+The content signature catches a replacement that keeps size and modification time (`cp -p`,
+`rsync -t`, tar): it hashes the Parquet footer (row-group statistics, column-chunk offsets and
+sizes) and SAMPLE_BLOCKS blocks spread evenly over the file, which cover a file of up to
+SAMPLE_BLOCKS * BLOCK_BYTES (4 MiB) whole. An edit of a larger file that keeps its size, its
+modification time and its footer, and touches no sampled block, goes unnoticed. SQL references have
+no such identity and are always read.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import pickle
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 
@@ -70,13 +76,48 @@ def materialised(reference: pd.DataFrame | LazyReference) -> pd.DataFrame:
     return reference.read() if isinstance(reference, LazyReference) else reference
 
 
+SAMPLE_BLOCKS = 64
+BLOCK_BYTES = 64 << 10
+MAX_FOOTER_BYTES = 64 << 20  # a longer Parquet footer is hashed up to this many bytes from the end
+PARQUET_MAGIC = b"PAR1"
+
+
+def footer_bytes(fh: BinaryIO, size: int) -> int:
+    """How many bytes at the end of the file hold a Parquet footer (its metadata, length and magic);
+    0 for a file that is not Parquet."""
+    if size < 12:
+        return 0
+    fh.seek(size - 8)
+    trailer = fh.read(8)
+    if trailer[4:] != PARQUET_MAGIC:
+        return 0
+    return min(int.from_bytes(trailer[:4], "little") + 8, size, MAX_FOOTER_BYTES)
+
+
+def content_signature(path: Path, size: int) -> str:
+    """SHA-256 of the file's Parquet footer and of SAMPLE_BLOCKS blocks spread evenly over it."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        footer = footer_bytes(fh, size)
+        fh.seek(size - footer)
+        digest.update(fh.read(footer))
+        last = max(size - BLOCK_BYTES, 0)
+        for block in range(SAMPLE_BLOCKS):
+            fh.seek(block * last // (SAMPLE_BLOCKS - 1))
+            digest.update(fh.read(BLOCK_BYTES))
+    return digest.hexdigest()
+
+
 def file_identity(path: Path) -> str | None:
-    """`path`, its size and its modification time in nanoseconds; None when it cannot be read."""
+    """`path`, its size, its modification time in nanoseconds and its content signature; None when it
+    cannot be read."""
     try:
-        stat = path.resolve().stat()
+        resolved = path.resolve()
+        stat = resolved.stat()
+        signature = content_signature(resolved, stat.st_size)
     except OSError:
         return None
-    return f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return f"{resolved}:{stat.st_size}:{stat.st_mtime_ns}:{signature}"
 
 
 def model_fingerprint(model: Any) -> str | None:

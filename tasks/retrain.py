@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from driftline.tasks.files import write_private_file
 from driftline.tasks.spec import RetrainSpec
 
 log = logging.getLogger(__name__)
@@ -114,8 +115,7 @@ def trigger_plain(spec: RetrainSpec, request: RetrainRequest, state_dir: Path) -
             outcome[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log.error("retraining %s failed: %s", name, outcome[name]["error"])
             continue
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps(request.payload()))
+        write_private_file(marker, json.dumps(request.payload()).encode())
     return outcome
 
 

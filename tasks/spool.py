@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from driftline.tasks.files import write_private_file
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +34,13 @@ def store_key(url: str) -> str:
 
 def spool_run(record: dict[str, Any], directory: Path, store_url: str) -> Path:
     """Write one run record (the keyword arguments of `record_run`) atomically, tagged with the store
-    it is meant for (its key and masked URL); returns its path."""
+    it is meant for (its key and masked URL, never the URL itself); returns its path. A failed write
+    (a full disk) raises and leaves no partial file."""
     from driftline.tasks.history.db import masked_url
 
-    directory.mkdir(parents=True, exist_ok=True)
     record = {**record, SPOOL_STORE: {"key": store_key(store_url), "url": masked_url(store_url)}}
     path = directory / _file_name(record["monitor"], record["batch_id"])
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(record, fh, default=str)
-    os.replace(tmp, path)
+    write_private_file(path, json.dumps(record, default=str).encode())
     return path
 
 
@@ -56,6 +53,8 @@ def _age(path: Path) -> float:
 
 def pending(directory: Path) -> list[dict[str, Any]]:
     """What waits in the spool, oldest first: monitor, batch, target store (masked), file, time."""
+    from driftline.tasks.history.db import masked_url
+
     if not directory.exists():
         return []
     waiting = []
@@ -64,12 +63,13 @@ def pending(directory: Path) -> list[dict[str, Any]]:
             record = json.loads(path.read_text())
         except (FileNotFoundError, json.JSONDecodeError):
             continue
-        store = record.get(SPOOL_STORE) or {"url": "unknown (spooled by an older version)"}
+        store = record.get(SPOOL_STORE)
         waiting.append(
             {
                 "monitor": record.get("monitor"),
                 "batch_id": record.get("batch_id"),
-                "store": store["url"],
+                # masked again: older versions stored query passwords
+                "store": masked_url(store["url"]) if store else "unknown (spooled by an older version)",
                 "alerts_due": bool(record.get("alerts_due")),
                 "spooled_at": datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds"),
                 "path": str(path),

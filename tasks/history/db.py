@@ -8,7 +8,9 @@ is opened, so a fresh database needs no separate setup step. Read-only callers o
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -20,6 +22,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, unquote_plus
 
 from alembic import command
 from alembic.config import Config
@@ -29,6 +32,8 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import NullPool
+
+from driftline.tasks.files import create_private_file
 
 ENV_VAR = "DRIFTLINE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///driftline.db"
@@ -71,6 +76,11 @@ def validate_database_url(url: str) -> None:
             "the database URL cannot be parsed: expected dialect+driver://user:password@host/name, "
             "e.g. postgresql+psycopg://user@host/db or sqlite:///driftline.db"
         ) from None
+    parts = split_url(url)
+    if parts is None or (parts.password is not None and unquote(parts.password) != parsed.password):
+        raise StoreConfigError(
+            f"{masked_url(url)}: the password holds an unencoded '@' or '?': percent-encode it (%40, %3F)"
+        )
     backend = parsed.get_backend_name()
     if backend == "postgres":
         raise StoreConfigError(
@@ -91,12 +101,87 @@ def resolve_database_url(spec_url: str | None) -> str:
     return spec_url or os.environ.get(ENV_VAR) or DEFAULT_DATABASE_URL
 
 
+# Query parameters whose values are credentials: password=, sslpassword=, token=, api_key=, secret=...
+CREDENTIAL_KEY = re.compile(r"pass|pwd|secret|token|key|auth|cred", re.IGNORECASE)
+MASK = "***"
+
+
+@dataclass(frozen=True)
+class UrlParts:
+    """A database URL cut where its credentials are: `userinfo` runs to the `@` before the host (a
+    password may hold unencoded `@`, `/` or `?`), `query` is None without a `?`."""
+
+    scheme: str
+    userinfo: str | None
+    location: str
+    query: str | None
+
+    @property
+    def password(self) -> str | None:
+        return self.userinfo.partition(":")[2] if self.userinfo and ":" in self.userinfo else None
+
+    def credential_pairs(self) -> list[tuple[str, str]]:
+        """The (key, value) query parameters whose key names a credential."""
+        pairs = (pair.partition("=") for pair in (self.query or "").split("&"))
+        return [(k, v) for k, eq, v in pairs if eq and CREDENTIAL_KEY.search(unquote_plus(k))]
+
+
+def split_url(url: str) -> UrlParts | None:
+    """`url` cut into its parts; None when where the user part ends is ambiguous (then all of it is
+    treated as a credential). The `@` before the query is preferred, then the last one."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    if "@" not in rest:
+        location, has_query, query = rest.partition("?")
+        return UrlParts(scheme, None, location, query if has_query else None)
+    for at in (rest.split("?", 1)[0].rfind("@"), rest.rfind("@")):
+        userinfo, tail = (rest[:at], rest[at + 1 :]) if at >= 0 else (None, rest)
+        location, has_query, query = tail.partition("?")
+        if all("=" in pair for pair in query.split("&") if pair):
+            return UrlParts(scheme, userinfo, location, query if has_query else None)
+    return None
+
+
 def masked_url(url: str) -> str:
-    """`url` with its password replaced by `***`, safe to log; unparsable URLs are not echoed."""
+    """`url` with every credential replaced by `***` (the password, even one holding an unencoded `@`,
+    and the values of password-, token- or key-like query parameters); safe to log and to store.
+    Unparsable URLs are not echoed."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        make_url(url)
     except ArgumentError:
         return "<unparsable database URL>"
+    parts = split_url(url)
+    if parts is None:
+        return f"{url.partition('://')[0]}://{MASK}"
+    text = f"{parts.scheme}://"
+    if parts.userinfo is not None:
+        user = parts.userinfo.partition(":")[0]
+        text += f"{user}:{MASK}@" if parts.password is not None else f"{parts.userinfo}@"
+    text += parts.location
+    if parts.query is not None:
+        secret = {k for k, _ in parts.credential_pairs()}
+        pairs = (pair.partition("=") for pair in parts.query.split("&"))
+        text += "?" + "&".join(f"{k}={MASK}" if k in secret else k + eq + v for k, eq, v in pairs)
+    return text
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every credential of `url` as written and as decoded, longest first: what must never be shown."""
+    parts = split_url(url)
+    if parts is None:
+        raw = [url.partition("://")[2]]
+    else:
+        raw = [parts.password or "", *(v for _, v in parts.credential_pairs())]
+    found = {form for value in raw if value for form in (value, unquote(value), unquote_plus(value))}
+    return sorted(found, key=len, reverse=True)
+
+
+def scrubbed(text: str, url: str) -> str:
+    """`text` (e.g. a driver's error message) with every credential of `url` replaced by `***`."""
+    for secret in url_secrets(url):
+        text = text.replace(secret, MASK)
+    return text
 
 
 def open_store(url: str, *, create: bool = True) -> Engine:
@@ -195,6 +280,12 @@ def connected_store(url: str, *, create: bool = True) -> Iterator[Engine]:
 
 def _missing_sqlite_file(url: str) -> Path | None:
     """The file a SQLite `url` names when that file does not exist; None for other URLs and in-memory."""
+    path = _sqlite_file(url)
+    return None if path is None or path.exists() else path
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file a SQLite `url` names; None for other URLs and in-memory databases."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -208,8 +299,7 @@ def _missing_sqlite_file(url: str) -> Path | None:
         database = database.removeprefix("file:").split("?", 1)[0]
         if database in ("", ":memory:"):
             return None
-    path = Path(database)
-    return None if path.exists() else path
+    return Path(database)
 
 
 # Tables a read-only command needs; tables added by later migrations (incident threads, mutes) appear
@@ -272,6 +362,7 @@ def _create_engine(url: str) -> Engine:
     parsed = make_url(url)
     try:
         if parsed.get_backend_name() == "sqlite":
+            _create_private_sqlite(url)
             engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT})
             event.listen(engine, "connect", _sqlite_pragmas)
             return engine
@@ -285,6 +376,15 @@ def _create_engine(url: str) -> Engine:
         return create_engine(parsed, pool_pre_ping=True)
     except (NoSuchModuleError, ImportError) as exc:
         raise StoreUnavailable(f"history database {masked_url(url)}: unsupported driver ({exc})") from None
+
+
+def _create_private_sqlite(url: str) -> None:
+    """Create the SQLite file owner-only before SQLite creates it under the umask (its journal and WAL
+    files take the database file's mode); a folder that does not exist is left to SQLite to report."""
+    path = _sqlite_file(url)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            create_private_file(path)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -335,19 +435,9 @@ def _migration_engine(engine: Engine) -> Engine:
 
 
 def _unavailable_message(url: str, exc: DBAPIError) -> str:
-    """A one-line reason naming the masked URL; the password never appears, even in the driver's text."""
+    """A one-line reason naming the masked URL; no credential appears, even in the driver's text."""
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-    password = _password(url)
-    if password:
-        reason = reason.replace(password, "***")
-    return f"history database {masked_url(url)} is unavailable: {reason}"
-
-
-def _password(url: str) -> str | None:
-    try:
-        return make_url(url).password
-    except ArgumentError:
-        return None
+    return f"history database {masked_url(url)} is unavailable: {scrubbed(reason, url)}"
 
 
 def as_utc(value: datetime) -> datetime:

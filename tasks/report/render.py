@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from driftline.tasks.files import write_private_file
 from driftline.tasks.report.gather import ReportData
 from driftline.tasks.report.page import page_context
 
@@ -31,11 +32,8 @@ def render_html(data: ReportData, *, window: int = 10, k: float = 3.0) -> str:
 
 
 def write_report_file(data: ReportData, folder: Path, **options: Any) -> Path:
-    """Write the page to `folder/report.html` (through a temporary file, so a reader never sees half
-    a page); returns its path."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write the page to `folder/report.html`, whole and owner-only (see `driftline.tasks.files`);
+    returns its path."""
     path = folder / REPORT_FILE
-    partial = path.with_suffix(".html.tmp")
-    partial.write_text(render_html(data, **options), encoding="utf-8")
-    partial.replace(path)
+    write_private_file(path, render_html(data, **options).encode("utf-8"))
     return path

@@ -11,7 +11,7 @@ import pytest
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.fingerprint import frame_fingerprint
-from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.profiles import SUFFIX, ProfileCache
 from driftline.tasks.spool import pending, replay_spool, spool_run
 
 STORE = "sqlite:///history.db"
@@ -59,7 +59,7 @@ def test_corrupt_cache_entry_is_refitted(tmp_path) -> None:
     ref = pd.DataFrame({"x": [1.0]})
     cache = ProfileCache(tmp_path)
     key = cache.key(CountingCheck(), COLS, frame_fingerprint(ref))
-    (tmp_path / f"{key}.pkl").write_bytes(b"garbage")
+    (tmp_path / f"{key}{SUFFIX}").write_bytes(b"garbage")
     assert (
         ProfileCache(tmp_path).get_or_fit(CountingCheck(), ref, COLS, frame_fingerprint(ref))["mean"] == 1.0
     )
