@@ -30,7 +30,7 @@ import pandas as pd
 
 from driftline.checks.columns import Columns, infer_columns
 from driftline.checks.errors import CheckInputError
-from driftline.checks.fingerprint import config_fingerprint, frame_fingerprint
+from driftline.checks.fingerprint import code_fingerprint, config_fingerprint, frame_fingerprint
 from driftline.tasks.files import write_cache_file
 from driftline.tasks.model import load_model, score_frame
 from driftline.tasks.spec import MonitorSpec, SpecError
@@ -137,7 +137,9 @@ class FactsCache:
         self.directory = directory
 
     def key(self, identity: str, roles: dict[str, Any], model: str) -> str:
-        return config_fingerprint("reference-facts", identity, roles, model)
+        """The facts' key: the reference's identity, the declared roles, the model, and the catalog's
+        code (role inference lives there: other code infers the roles again)."""
+        return config_fingerprint("reference-facts", identity, roles, model, code_fingerprint(Columns))
 
     def read(self, key: str) -> ReferenceFacts | None:
         path = self._path(key)

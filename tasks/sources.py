@@ -261,12 +261,14 @@ def streamed_frame(conn: Any, query: str, params: dict[str, Any]) -> pd.DataFram
 @contextmanager
 def sql_connection(url: str) -> Iterator[Any]:
     """A connection to `url`; a bad URL or a failing statement is a `SourceError` naming the database
-    with its password hidden."""
-    from sqlalchemy import create_engine, make_url
+    with its credentials masked."""
+    from sqlalchemy import create_engine
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+    from driftline.tasks.history.db import masked_url, scrubbed
+
     try:
-        shown = make_url(url).render_as_string(hide_password=True)
+        shown = masked_url(url)
         engine = create_engine(url)
     except (ArgumentError, NoSuchModuleError, ValueError) as exc:
         raise SourceError(f"cannot use the SQL source URL: {type(exc).__name__}") from None
@@ -274,9 +276,8 @@ def sql_connection(url: str) -> Iterator[Any]:
         with engine.connect() as conn:
             yield conn
     except SQLAlchemyError as exc:
-        raise SourceError(
-            f"query on {shown} failed: {type(exc).__name__}: {first_line(str(exc.orig or exc))}"
-        ) from exc
+        reason = scrubbed(first_line(str(exc.orig or exc)), url)
+        raise SourceError(f"query on {shown} failed: {type(exc).__name__}: {reason}") from exc
     finally:
         engine.dispose()
 
