@@ -12,6 +12,9 @@ Two ways to compare subgroups:
 
 Distances: ``diff`` = |a - b|; ``ratio`` = max(a, b) / min(a, b), with 0/0 -> 1 and x/0 -> inf.
 An undefined rate (empty denominator) gives NaN, which the mean and max reductions skip.
+
+Every computation from counts accepts leading axes (e.g. bootstrap draws × subgroups × cells), so that
+a statistic and its resamples are computed by the same code.
 """
 
 from __future__ import annotations
@@ -125,13 +128,26 @@ def confusion_counts(groups: Subgroups, y_true: np.ndarray, y_pred: np.ndarray) 
     return np.bincount(groups.codes * 4 + cell, minlength=4 * groups.n_groups).reshape(-1, 4)
 
 
-def rate(counts: np.ndarray, name: str) -> np.ndarray:
-    """A rate from confusion counts (last axis); NaN where its denominator is 0."""
+def rate(counts: np.ndarray, name: str, smoothing: float = 0.0) -> np.ndarray:
+    """A rate from confusion counts (last axis); NaN where its denominator is 0. With `smoothing` s
+    the rate is (numerator + s/2) / (denominator + s), which keeps ratios of rates finite."""
     numerator, denominator = RATES[name]
-    num = counts[..., list(numerator)].sum(axis=-1).astype(float)
+    num = counts[..., list(numerator)].sum(axis=-1).astype(float) + smoothing / 2
     den = counts[..., list(denominator)].sum(axis=-1).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return np.where(den > 0, num / np.where(den > 0, den + smoothing, 1.0), np.nan)
+
+
+def rate_names(metric: str) -> tuple[str, ...]:
+    """The rates a model metric compares (both for equalized odds; none for the Theil index)."""
+    return ("tpr", "fpr") if metric == "equalized_odds" else tuple(n for n in (metric,) if n in RATES)
+
+
+def denominator_rows(counts: np.ndarray, metric: str) -> np.ndarray:
+    """Rows behind a metric's rate per subgroup (last axis: the four cells): the rate's denominator,
+    the smaller of the two for equalized odds, every row for the other metrics."""
+    cells = [RATES[n][1] for n in rate_names(metric)] or [ALL]
+    return np.min([counts[..., list(c)].sum(axis=-1) for c in cells], axis=0)
 
 
 def distance(a: np.ndarray, b: np.ndarray, measure: str) -> np.ndarray:
@@ -179,10 +195,12 @@ class Comparisons:
         return cls(kind, left, right)
 
     def sides(self, per_group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-comparison values of additive per-group quantities (counts): subgroup, other side."""
+        """Per-comparison values of additive per-group quantities (..., groups, cells): subgroup,
+        other side."""
         if self.kind == "rest":
-            return per_group[self.left], (per_group.sum(axis=0) - per_group)[self.left]
-        return per_group[self.left], per_group[self.right]
+            rest = per_group.sum(axis=-2, keepdims=True) - per_group
+            return per_group[..., self.left, :], rest[..., self.left, :]
+        return per_group[..., self.left, :], per_group[..., self.right, :]
 
     def keys(self, groups: Subgroups) -> list[Any]:
         if self.kind == "rest":
@@ -200,22 +218,26 @@ class Disparity:
 
 
 def model_disparity(
-    metric: str, counts: np.ndarray, comparisons: Comparisons, distance_measure: str | None
+    metric: str,
+    counts: np.ndarray,
+    comparisons: Comparisons,
+    distance_measure: str | None,
+    smoothing: float = 0.0,
 ) -> Disparity:
-    """Disparity of one model (or dataset) metric for every comparison, from per-subgroup counts."""
+    """Disparity of one model (or dataset) metric for every comparison, from per-subgroup counts
+    (..., groups, 4); `smoothing` is passed to `rate`."""
     left, right = comparisons.sides(counts)
     if metric == "theil_index":
         if distance_measure is not None:
             raise CheckInputError("theil_index takes no distance_measure (it compares the groups itself)")
         size = np.stack([left.sum(-1), right.sum(-1)], axis=-1)
-        benefit = size + np.stack([left[:, FP] - left[:, FN], right[:, FP] - right[:, FN]], axis=-1)
+        benefit = size + np.stack([left[..., FP] - left[..., FN], right[..., FP] - right[..., FN]], axis=-1)
         with np.errstate(divide="ignore", invalid="ignore"):
             means = benefit / size
         values = between_group_theil(size, benefit)
-        return Disparity(comparisons, values, {"mean_benefit": (means[:, 0], means[:, 1])})
+        return Disparity(comparisons, values, {"mean_benefit": (means[..., 0], means[..., 1])})
     check_choice("distance_measure", distance_measure, DISTANCES)
-    names = ("tpr", "fpr") if metric == "equalized_odds" else (metric,)
-    sides = {name: (rate(left, name), rate(right, name)) for name in names}
+    sides = {name: (rate(left, name, smoothing), rate(right, name, smoothing)) for name in rate_names(metric)}
     per_rate = [distance(a, b, distance_measure) for a, b in sides.values()]
     values = per_rate[0] if len(per_rate) == 1 else np.maximum(*per_rate)
     return Disparity(comparisons, values, sides)
@@ -236,25 +258,30 @@ def positives_per_group(groups: Subgroups, y_true: np.ndarray) -> np.ndarray:
     return np.bincount(groups.codes, weights=y_true.astype(float), minlength=groups.n_groups)
 
 
-def smoothed_base_rates(groups: Subgroups, y_true: np.ndarray, concentration: float) -> np.ndarray:
+def smoothed_rates(sizes: np.ndarray, positives: np.ndarray, concentration: float) -> np.ndarray:
     """Dirichlet-smoothed share of positive labels per subgroup: (pos + c/2) / (n + c), two outcomes."""
     if not concentration > 0:
         raise CheckInputError(f"concentration must be > 0, got {concentration}")
-    return (positives_per_group(groups, y_true) + concentration / 2.0) / (groups.sizes() + concentration)
+    return (np.asarray(positives, dtype=float) + concentration / 2.0) / (sizes + concentration)
 
 
 def differential_fairness(rates: np.ndarray) -> np.ndarray:
-    """Per subgroup, the largest |ln r_g - ln r_h| over the other subgroups h, for the positive and
-    for the negative outcome rates (1 - r); the maximum over subgroups is the empirical differential
-    fairness of Foulds et al. NaN with fewer than two subgroups."""
-    if len(rates) < 2:
-        return np.full(len(rates), np.nan)
-    positive = np.maximum(np.log(rates.max() / rates), np.log(rates / rates.min()))
-    negative = np.maximum(np.log((1 - rates).max() / (1 - rates)), np.log((1 - rates) / (1 - rates).min()))
-    return np.maximum(positive, negative)
+    """Per subgroup (last axis), the largest |ln r_g - ln r_h| over the other subgroups h, for the
+    positive and for the negative outcome rates (1 - r); the maximum over subgroups is the empirical
+    differential fairness of Foulds et al. NaN with fewer than two subgroups."""
+    if rates.shape[-1] < 2:
+        return np.full(rates.shape, np.nan)
+
+    def spread(r: np.ndarray) -> np.ndarray:
+        high, low = r.max(axis=-1, keepdims=True), r.min(axis=-1, keepdims=True)
+        return np.maximum(np.log(high / r), np.log(r / low))
+
+    return np.maximum(spread(rates), spread(1 - rates))
 
 
-def neighbour_label_means(groups: Subgroups, positives: np.ndarray, n_neighbors: int) -> np.ndarray:
+def neighbour_label_means(
+    level_codes: np.ndarray, sizes: np.ndarray, positives: np.ndarray, n_neighbors: int
+) -> np.ndarray:
     """Expected share of positive labels among a row's `n_neighbors` nearest other rows.
 
     Neighbours are found among the one-hot encoded protected attributes, where the distance between
@@ -262,39 +289,48 @@ def neighbour_label_means(groups: Subgroups, positives: np.ndarray, n_neighbors:
     of its subgroup, then the subgroups differing in one attribute, and so on. Every such level is a block
     of equally near rows, so when a level has more rows than free neighbour slots the choice among
     them is a tie; the expectation over those ties (uniform choice) is used, which makes the result
-    independent of row order. Returns an (n_groups, 2) array: for rows labelled 0 and labelled 1.
+    independent of row order. `sizes` and `positives` are per subgroup (leading axes allowed, e.g.
+    resamples); returns (..., n_groups, 2): for rows labelled 0 and labelled 1.
     """
     if not (isinstance(n_neighbors, (int, np.integer)) and n_neighbors >= 1):
         raise CheckInputError(f"n_neighbors must be an integer >= 1, got {n_neighbors!r}")
-    check_quadratic(groups.n_groups, "consistency")
-    sizes = groups.sizes().astype(float)
-    codes = groups.level_codes
-    hamming = sum((codes[:, None, a] != codes[None, :, a]).astype(np.int32) for a in range(codes.shape[1]))
-    levels = [hamming == level for level in range(codes.shape[1] + 1)]
-    level_rows = np.stack([same @ sizes for same in levels], axis=1)  # (group, level)
-    level_positives = np.stack([same @ positives for same in levels], axis=1)
-    out = np.empty((groups.n_groups, 2))
+    check_quadratic(len(level_codes), "consistency")
+    sizes, positives = np.asarray(sizes, dtype=float), np.asarray(positives, dtype=float)
+    hamming = sum(
+        (level_codes[:, None, a] != level_codes[None, :, a]).astype(np.int32)
+        for a in range(level_codes.shape[1])
+    )
+    levels = [(hamming == level).astype(float) for level in range(level_codes.shape[1] + 1)]
+    level_rows = np.stack([sizes @ same for same in levels], axis=-1)  # (..., group, level)
+    level_positives = np.stack([positives @ same for same in levels], axis=-1)
+    means = []
     for own_label in (0, 1):
         rows = level_rows.copy()
         pos = level_positives.copy()
-        rows[:, 0] -= 1.0  # a row is not its own neighbour
-        pos[:, 0] -= own_label
-        before = np.cumsum(rows, axis=1) - rows
-        taken = np.clip(n_neighbors - before, 0.0, rows)
+        rows[..., 0] -= 1.0  # a row is not its own neighbour
+        pos[..., 0] -= own_label
+        before = np.cumsum(rows, axis=-1) - rows
+        taken = np.clip(n_neighbors - before, 0.0, np.maximum(rows, 0.0))
         safe_rows = np.where(rows > 0, rows, 1.0)
-        expected = np.where(rows > 0, taken * pos / safe_rows, 0.0).sum(axis=1)
+        expected = np.where(rows > 0, taken * pos / safe_rows, 0.0).sum(axis=-1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[:, own_label] = expected / taken.sum(axis=1)
-    return out
+            means.append(expected / taken.sum(axis=-1))
+    return np.stack(means, axis=-1)
 
 
-def group_inconsistency(groups: Subgroups, y_true: np.ndarray, n_neighbors: int) -> np.ndarray:
+def group_inconsistency(
+    level_codes: np.ndarray, sizes: np.ndarray, positives: np.ndarray, n_neighbors: int
+) -> np.ndarray:
     """Per subgroup, the mean over its rows of |label - share of positive labels among the neighbours|
-    (exact for binary labels: the neighbour share never crosses the row's own label)."""
-    sizes = groups.sizes().astype(float)
-    positives = positives_per_group(groups, y_true)
-    means = neighbour_label_means(groups, positives, n_neighbors)
-    return ((sizes - positives) * means[:, 0] + positives * (1.0 - means[:, 1])) / sizes
+    (exact for binary labels: the neighbour share never crosses the row's own label); NaN for an
+    empty subgroup. Leading axes of `sizes` and `positives` are kept."""
+    sizes, positives = np.asarray(sizes, dtype=float), np.asarray(positives, dtype=float)
+    means = neighbour_label_means(level_codes, sizes, positives, n_neighbors)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = (sizes - positives) * np.nan_to_num(means[..., 0]) + positives * (
+            1.0 - np.nan_to_num(means[..., 1])
+        )
+        return np.where(sizes > 0, total / sizes, np.nan)
 
 
 def check_quadratic(n_groups: int, what: str) -> None:

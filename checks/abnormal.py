@@ -6,6 +6,11 @@ carries `failing_rows`, the failing share, the model impact of the failing rows 
 passing minus failing rows, or the change in predictions without labels) and the ids of the first
 failing rows. The concrete checks live in `abnormal_values` (numeric), `abnormal_categories`,
 `abnormal_pairs` and `abnormal_strings`.
+
+A clean batch has abnormal rows too (a value the reference happened not to hold, a row beyond its
+extremes), so the tabular checks (`RateCheck`) grade `failing_rate_increase`: the batch's failing
+rate minus the rate a clean batch shows, estimated from the reference by each check, on its
+confidence bound (`checks.evidence.proportion_change`).
 """
 
 from __future__ import annotations
@@ -18,18 +23,31 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.binning import ImpactSums
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.evidence import Evidence, proportion_change
 from driftline.checks.impact import model_impact
 from driftline.checks.registry import register
 from driftline.checks.result import THRESHOLD_TOLERANCE, CheckResult, worst_severity
 
 FAILING_SHARE = "failing_share"
+FAILING_RATE_INCREASE = "failing_rate_increase"
 IMPACT = "model_impact"
-# Presence and impact thresholds shared by the abnormal checks (two values: medium, high).
+# Presence and impact thresholds of the checks graded on presence (two values: medium, high).
 DEFAULT_THRESHOLDS: dict[str, tuple[float, ...]] = {FAILING_SHARE: (0.01, 0.05), IMPACT: (0.05, 0.1)}
+# Thresholds of a rate's increase over a clean batch's rate (low, medium, high), in rate units.
+RATE_THRESHOLDS = (0.001, 0.01, 0.05)
+RATE_UNCERTAINTY = "normal: Agresti–Caffo standard error of the difference of two proportions"
+# Below this many batch rows a rate says nothing: the rate-graded checks are skipped.
+MIN_RATE_ROWS = 10
+
+
+def rate_metric(clean_rate: str) -> Metric:
+    """A failing rate graded on its increase over `clean_rate` (how a clean batch's rate is known)."""
+    change = f"batch rate minus the rate a clean batch shows ({clean_rate})"
+    return Metric(RATE_THRESHOLDS, change=change, uncertainty=RATE_UNCERTAINTY)
 
 
 @dataclass
@@ -46,7 +64,8 @@ class Flags:
 class AbnormalCheck(Check):
     """Base of the abnormal-input checks: per-target profiles, failing rows, graded results.
 
-    Severity combines the presence of abnormal rows with their impact on the model: it is the worse
+    Checks that estimate a clean batch's rate grade on evidence (`_evidence`, see `RateCheck`);
+    the others combine the presence of abnormal rows with their impact on the model: it is the worse
     of the failing share graded against `thresholds.failing_share` and the model impact graded
     against `thresholds.model_impact`, and at least "low" as soon as one row fails (any abnormal
     value is worth a warning). The impact only counts once `min_impact_rows` rows fail, so that a
@@ -112,7 +131,9 @@ class AbnormalCheck(Check):
     ) -> list[CheckResult]:
         """One result per noted issue and per profiled target; a target's bad input stays its own."""
         return self._per_target(
-            profile, len(current), lambda target, tp: self._graded(current, target, flag(target, tp), columns)
+            profile,
+            len(current),
+            lambda target, tp: self._graded(current, target, tp, flag(target, tp), columns),
         )
 
     def _per_target(
@@ -142,7 +163,9 @@ class AbnormalCheck(Check):
     def _no_target_reason(self) -> str:
         return f"no feature qualifies for {self.name}"
 
-    def _graded(self, current: pd.DataFrame, target: str, flags: Flags, columns: Columns) -> CheckResult:
+    def _graded(
+        self, current: pd.DataFrame, target: str, profile: Any, flags: Flags, columns: Columns
+    ) -> CheckResult:
         usable_rows = int(np.count_nonzero(flags.usable))
         if usable_rows == 0:
             raise NotApplicable(f"{target!r} has no usable value in the batch (all null or NaN)")
@@ -156,6 +179,22 @@ class AbnormalCheck(Check):
             **flags.details,
             **failing_ids(current, flags.failing, columns, self.max_failing_ids),
         }
+        return self._verdict(target, profile, metrics, details, usable_rows, failing_rows, impact)
+
+    def _verdict(
+        self,
+        target: str,
+        profile: Any,
+        metrics: dict[str, float],
+        details: dict[str, Any],
+        usable_rows: int,
+        failing_rows: int,
+        impact: float | None,
+    ) -> CheckResult:
+        """One target's result: graded on evidence when the check gives some, else on presence."""
+        evidence = self._evidence(profile, usable_rows, failing_rows, details)
+        if evidence:
+            metrics.update({metric: e.estimate for metric, e in evidence.items()})
         return self.result(
             target,
             metrics,
@@ -163,8 +202,15 @@ class AbnormalCheck(Check):
             failing_rows=failing_rows,
             model_impact=impact,
             details=details,
-            severity=self._severity(metrics, failing_rows),
+            severity=None if evidence else self._severity(metrics, failing_rows),
+            evidence=evidence,
         )
+
+    def _evidence(
+        self, profile: Any, usable_rows: int, failing_rows: int, details: dict[str, Any]
+    ) -> dict[str, Evidence] | None:
+        """Evidence of the graded metrics against a clean batch; None when graded on presence."""
+        return None
 
     def _severity(self, metrics: dict[str, float], failing_rows: int) -> str:
         impact_counts = self._impact_counts(metrics, failing_rows)
@@ -251,15 +297,7 @@ class AbnormalCheck(Check):
             "failing_ids": part.ids,
             "failing_ids_total": part.failing,
         }
-        return self.result(
-            target,
-            metrics,
-            rows=part.usable,
-            failing_rows=part.failing,
-            model_impact=impact,
-            details=details,
-            severity=self._severity(metrics, part.failing),
-        )
+        return self._verdict(target, profile, metrics, details, part.usable, part.failing, impact)
 
 
 @dataclass(frozen=True)
@@ -287,6 +325,27 @@ class AbnormalPartial:
             ids=(self.ids + other.ids)[: max(cap, 0)],
             impact=self.impact.merge(other.impact) if self.impact and other.impact else None,
         )
+
+
+@dataclass(kw_only=True)
+class RateCheck(AbnormalCheck):
+    """An abnormal check graded on evidence: `failing_rate_increase`, the batch's failing rate minus
+    the rate a clean batch shows, on its confidence bound. Each check's profile holds `clean`, the
+    reference's (expected) abnormal rows and the rows they are counted over; the model impact of the
+    failing rows is reported, not graded (it compares rows within the batch, not a change)."""
+
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        FAILING_RATE_INCREASE: rate_metric("estimated from the reference")
+    }
+    min_verdict_rows: ClassVar[int] = MIN_RATE_ROWS
+
+    def _evidence(
+        self, profile: dict[str, Any], usable_rows: int, failing_rows: int, details: dict[str, Any]
+    ) -> dict[str, Evidence]:
+        """The failing rate's increase over the clean rate (which `details.clean_rate` reports)."""
+        hits, rows = profile["clean"]
+        details["clean_rate"] = hits / rows
+        return {FAILING_RATE_INCREASE: proportion_change(failing_rows, usable_rows, hits, rows)}
 
 
 def failing_ids(frame: pd.DataFrame, failing: np.ndarray, columns: Columns, cap: int) -> dict[str, Any]:
@@ -370,23 +429,20 @@ def nulls_and_infinities(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 @register
 @dataclass(kw_only=True)
-class NullRate(AbnormalCheck):
+class NullRate(RateCheck):
     """Nulls and infinite values of each feature and model output against the reference.
 
     Failing rows are the batch's nulls (None, NaN, NaT) and, in number columns, its -inf and +inf:
     values the model cannot use. Targets are the features and the model outputs (score, prediction,
     class scores), since a null or infinite score is a broken prediction. Graded on
-    `null_rate_increase` and `inf_rate_increase` (batch rate minus the reference's) and on the model
-    impact of the failing rows, which only counts when one of the rates grew (and `min_impact_rows`
-    rows fail); nulls or infinities in a column that had none in the reference are at least "low".
+    `null_rate_increase` and `inf_rate_increase`, the batch's rates minus the reference's, on their
+    confidence bounds; the model impact of the failing rows is reported.
     """
 
     name: ClassVar[str] = "abnormal.nulls"
     needs: ClassVar[frozenset[str]] = frozenset({"features"})
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {
-        "null_rate_increase": (0.01, 0.05),
-        "inf_rate_increase": (0.01, 0.05),
-        IMPACT: DEFAULT_THRESHOLDS[IMPACT],
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        f"{kind}_rate_increase": rate_metric(f"the reference's {kind} rate") for kind in ("null", "inf")
     }
     kind: ClassVar[str] = "features"
 
@@ -396,20 +452,12 @@ class NullRate(AbnormalCheck):
 
     def _fit_column(self, values: pd.Series, column: str) -> dict[str, float]:
         nulls, infinite = nulls_and_infinities(values)
-        return {"null_rate": float(nulls.mean()), "inf_rate": float(infinite.mean())}
+        return {"null_rate": float(nulls.mean()), "inf_rate": float(infinite.mean()), "rows": len(values)}
 
     def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, float]) -> Flags:
-        nulls, infinite = nulls_and_infinities(column_of(current, target))
-        rates = (float(nulls.mean()), float(infinite.mean())) if len(nulls) else (0.0, 0.0)
-        metrics = {
-            "reference_null_rate": profile["null_rate"],
-            "null_rate_increase": rates[0] - profile["null_rate"],
-            "reference_inf_rate": profile["inf_rate"],
-            "inf_rate_increase": rates[1] - profile["inf_rate"],
-        }
-        details = {"null_rows": int(nulls.sum()), "inf_rows": int(infinite.sum())}
-        usable = np.ones(len(nulls), dtype=bool)
-        return Flags(failing=nulls | infinite, usable=usable, metrics=metrics, details=details)
+        failing, usable, counts = self._partial_flag(current, target, profile)
+        metrics, details = self._counted_flags(counts, profile, len(failing))
+        return Flags(failing=failing, usable=usable, metrics=metrics, details=details)
 
     mergeable: ClassVar[bool] = True
 
@@ -432,12 +480,13 @@ class NullRate(AbnormalCheck):
         }
         return metrics, {"null_rows": counts["null_rows"], "inf_rows": counts["inf_rows"]}
 
-    def _impact_counts(self, metrics: dict[str, float], failing_rows: int) -> bool:
-        increased = metrics["null_rate_increase"] > 0 or metrics["inf_rate_increase"] > 0
-        return increased and super()._impact_counts(metrics, failing_rows)
-
-    def _warns(self, metrics: dict[str, float], failing_rows: int) -> bool:
-        return any(
-            metrics[f"{kind}_rate_increase"] > 0 and metrics[f"reference_{kind}_rate"] == 0
+    def _evidence(
+        self, profile: dict[str, float], usable_rows: int, failing_rows: int, details: dict[str, Any]
+    ) -> dict[str, Evidence]:
+        reference_rows = profile["rows"]
+        return {
+            f"{kind}_rate_increase": proportion_change(
+                details[f"{kind}_rows"], usable_rows, profile[f"{kind}_rate"] * reference_rows, reference_rows
+            )
             for kind in ("null", "inf")
-        )
+        }

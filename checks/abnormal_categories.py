@@ -9,7 +9,18 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from driftline.checks.abnormal import AbnormalCheck, Flags, below, code_flags, encode, is_text, member
+from driftline.checks.abnormal import (
+    FAILING_RATE_INCREASE,
+    Flags,
+    RateCheck,
+    below,
+    code_flags,
+    encode,
+    is_text,
+    member,
+    rate_metric,
+)
+from driftline.checks.base import Metric
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import register
 
@@ -60,18 +71,28 @@ def rare_mask(
     return rare
 
 
+def unseen_rate(counts: np.ndarray) -> tuple[int, int]:
+    """Rows of a clean batch expected to hold a value unseen in the reference, over the reference's
+    rows: its values seen once (Good–Turing; leave-one-out, each is unseen in the other rows)."""
+    return int(np.count_nonzero(counts == 1)), int(counts.sum())
+
+
 @register
 @dataclass(kw_only=True)
-class RareCategories(AbnormalCheck):
+class RareCategories(RateCheck):
     """Rare categories: batch rows holding a category that is rare in the reference.
 
     Rare: reference count < `min_num_occurrences` or share < `min_pct_occurrences` (either rule, when
     set; strict); with neither set, share < `min_ratio_rel_uniform` / number of categories (0.1 by
     default). Values absent from the reference are not rare (see `abnormal.unseen_categorical`).
+    A clean batch shows the reference's share of rows in rare categories.
     """
 
     name: ClassVar[str] = "abnormal.rare_categories"
     needs: ClassVar[frozenset[str]] = frozenset({"categorical"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        FAILING_RATE_INCREASE: rate_metric("the reference's share of rows in rare categories")
+    }
 
     min_num_occurrences: int | None = None
     min_pct_occurrences: float | None = None
@@ -91,7 +112,12 @@ class RareCategories(AbnormalCheck):
         rare = rare_mask(
             counts, self.min_num_occurrences, self.min_pct_occurrences, self.min_ratio_rel_uniform
         )
-        return {"rare": uniques[rare], "rare_counts": counts[rare], "categories": len(counts)}
+        return {
+            "rare": uniques[rare],
+            "rare_counts": counts[rare],
+            "categories": len(counts),
+            "clean": (int(counts[rare].sum()), int(counts.sum())),
+        }
 
     def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, Any]) -> Flags:
         flags = code_flags(current, target, lambda uniques: member(uniques, profile["rare"]))
@@ -100,17 +126,26 @@ class RareCategories(AbnormalCheck):
 
 
 @dataclass(kw_only=True)
-class _UnseenValues(AbnormalCheck):
-    """Batch rows whose non-null value never occurs in the reference (exact match)."""
+class _UnseenValues(RateCheck):
+    """Batch rows whose non-null value never occurs in the reference (exact match). A clean batch
+    shows the reference's share of values seen once (`unseen_rate`)."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"categorical"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        FAILING_RATE_INCREASE: rate_metric("the reference's share of values seen once (Good–Turing)")
+    }
 
-    def _fit_column(self, values: pd.Series, column: str) -> pd.Index | None:
-        return reference_categories(values, column)[0]
+    def _fit_column(self, values: pd.Series, column: str) -> dict[str, Any] | None:
+        return self._vocabulary(*reference_categories(values, column))
 
-    def _flag(self, current: pd.DataFrame, target: str, profile: pd.Index) -> Flags:
-        flags = code_flags(current, target, lambda uniques: ~member(uniques, profile))
-        flags.details["reference_values"] = len(profile)
+    @staticmethod
+    def _vocabulary(uniques: pd.Index, counts: np.ndarray) -> dict[str, Any]:
+        return {"values": uniques, "clean": unseen_rate(counts)}
+
+    def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, Any]) -> Flags:
+        vocabulary = profile["values"]
+        flags = code_flags(current, target, lambda uniques: ~member(uniques, vocabulary))
+        flags.details["reference_values"] = len(vocabulary)
         return flags
 
 
@@ -148,14 +183,12 @@ class _UnseenPattern(_UnseenValues):
         if self.sample_size < 1 or not 0 < self.min_match_share <= 1:
             raise CheckInputError(f"{self.name}: sample_size must be >= 1 and min_match_share in (0, 1]")
 
-    def _fit_column(self, values: pd.Series, column: str) -> pd.Index | None:
-        vocabulary = category_counts(values)[0]
+    def _fit_column(self, values: pd.Series, column: str) -> dict[str, Any] | None:
+        vocabulary, counts = category_counts(values)
         pattern = PATTERNS[self.pattern]
-        return (
-            vocabulary
-            if matches_pattern(vocabulary, pattern, self.sample_size, self.min_match_share)
-            else None
-        )
+        if not matches_pattern(vocabulary, pattern, self.sample_size, self.min_match_share):
+            return None
+        return self._vocabulary(vocabulary, counts)
 
     def _no_target_reason(self) -> str:
         return f"no categorical feature is inferred to hold {self.pattern} values"

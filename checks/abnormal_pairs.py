@@ -11,7 +11,16 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from driftline.checks.abnormal import AbnormalCheck, Flags, below, column_of, encode
+from driftline.checks.abnormal import (
+    FAILING_RATE_INCREASE,
+    Flags,
+    RateCheck,
+    below,
+    column_of,
+    encode,
+    rate_metric,
+)
+from driftline.checks.base import Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.registry import register
@@ -58,17 +67,21 @@ def compact(codes: np.ndarray, uniques: pd.Index) -> tuple[np.ndarray, pd.Index]
 
 @register
 @dataclass(kw_only=True)
-class Inconsistencies(AbnormalCheck):
+class Inconsistencies(RateCheck):
     """Inconsistencies: value pairs of associated features rarer than freq_a × freq_b × ratio.
 
     For each pair of categorical features whose bias-corrected Cramér's V in the reference reaches
     `min_association`, a batch row fails when its value pair has a reference joint frequency strictly
     below freq_a × freq_b × `ratio` (0.5 × 0.2 × 0.02 = 0.002). A pair never seen together has
-    frequency 0; values unseen in the reference are not judged here. Targets are named "a|b".
+    frequency 0; values unseen in the reference are not judged here. Targets are named "a|b". A
+    clean batch shows the reference's share of rows in inconsistent cells.
     """
 
     name: ClassVar[str] = "abnormal.inconsistencies"
     needs: ClassVar[frozenset[str]] = frozenset({"categorical"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        FAILING_RATE_INCREASE: rate_metric("the reference's share of rows in inconsistent cells")
+    }
 
     min_association: float = 0.3
     ratio: float = 0.02
@@ -108,7 +121,9 @@ class Inconsistencies(AbnormalCheck):
         association = cramers_v(table)
         if not (np.isfinite(association) and reaches(association, self.min_association)):
             return None
-        return {"inconsistent": inconsistent_cells(table, self.ratio), "association": association}
+        inconsistent = inconsistent_cells(table, self.ratio)
+        clean = (int(table[inconsistent].sum()), int(table.sum()))
+        return {"inconsistent": inconsistent, "association": association, "clean": clean}
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         @cache

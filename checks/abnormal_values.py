@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from driftline.checks.abnormal import AbnormalCheck, Flags, column_of
+from driftline.checks.abnormal import FAILING_RATE_INCREASE, Flags, RateCheck, column_of, rate_metric
+from driftline.checks.base import Metric
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import register
 from driftline.checks.slicing import run_bounds
@@ -45,12 +46,14 @@ def bin_width(x: np.ndarray) -> float:
     return float(width if width > 0 else 3.49 * x.std() * n ** (-1 / 3))
 
 
-def supported_range(x: np.ndarray, min_support: int) -> tuple[float, float, str] | None:
+def supported_range(x: np.ndarray, min_support: int) -> tuple[float, float, str, int] | None:
     """Smallest and largest sorted values lying in a unit with at least `min_support` values.
 
     A unit is a distinct value when values repeat (at least half of the distinct values occur
     `min_support` times: counts, ages, ratings), otherwise a bin of Freedman-Diaconis width anchored
-    at the minimum. None when no unit has enough support. Returns (lower, upper, unit).
+    at the minimum. None when no unit has enough support. Returns (lower, upper, unit, left out):
+    the last is how many values would fall outside the range fitted without them (leave-one-out: the
+    values outside it, plus those of an edge unit holding exactly `min_support` values).
     """
     starts, counts = run_bounds(x)
     unit = "value"
@@ -62,26 +65,31 @@ def supported_range(x: np.ndarray, min_support: int) -> tuple[float, float, str]
     if len(supported) == 0:
         return None
     first, last = supported[0], supported[-1]
-    return float(x[starts[first]]), float(x[starts[last] + counts[last] - 1]), unit
+    outside = len(x) - int(starts[last] + counts[last] - starts[first])
+    edges = {first, last}
+    left_out = outside + sum(int(counts[e]) for e in edges if counts[e] == min_support)
+    return float(x[starts[first]]), float(x[starts[last] + counts[last] - 1]), unit, left_out
 
 
 @dataclass(kw_only=True)
-class _RangeCheck(AbnormalCheck):
+class _RangeCheck(RateCheck):
     """Flags batch values below `lower` or above `upper` of the fitted (finite) range.
 
     -inf and +inf lie beyond any finite range, so they fail like any value below or above it (and
-    are counted in `details.inf_rows`); only nulls and NaN have no value to judge.
+    are counted in `details.inf_rows`); only nulls and NaN have no value to judge. A clean batch's
+    rate is the reference's leave-one-out rate: the share of its values that would fall outside the
+    range fitted without them.
     """
 
     kind: ClassVar[str] = "numeric"
 
-    def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, float]) -> Flags:
+    def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, Any]) -> Flags:
         x = numeric_values(column_of(current, target), target, "batch")
         with np.errstate(invalid="ignore"):
             below = x < profile["lower"]
             above = x > profile["upper"]
         details = {
-            **profile,
+            **self._range(profile),
             "below_rows": int(below.sum()),
             "above_rows": int(above.sum()),
             "inf_rows": int(np.isinf(x).sum()),
@@ -98,9 +106,17 @@ class _RangeCheck(AbnormalCheck):
         return flags.failing, flags.usable, counts
 
     def _counted_flags(
-        self, counts: dict[str, int], profile: dict[str, float], rows: int
+        self, counts: dict[str, int], profile: dict[str, Any], rows: int
     ) -> tuple[dict[str, float], dict[str, Any]]:
-        return {}, {**profile, **{k: counts[k] for k in ("below_rows", "above_rows", "inf_rows")}}
+        return {}, {
+            **self._range(profile),
+            **{k: counts[k] for k in ("below_rows", "above_rows", "inf_rows")},
+        }
+
+    @staticmethod
+    def _range(profile: dict[str, Any]) -> dict[str, Any]:
+        """The fitted range as the details report it."""
+        return {k: v for k, v in profile.items() if k != "clean"}
 
 
 @register
@@ -117,6 +133,12 @@ class NumericOutliers(_RangeCheck):
 
     name: ClassVar[str] = "abnormal.numeric_outliers"
     needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        FAILING_RATE_INCREASE: rate_metric(
+            "the reference's leave-one-out rate: its values outside the supported range, plus an edge "
+            "unit holding exactly min_support values"
+        )
+    }
 
     min_support: int = 2
 
@@ -137,8 +159,8 @@ class NumericOutliers(_RangeCheck):
             raise NotApplicable(
                 f"column {column!r}: no reference value has the support of {self.min_support} values"
             )
-        lower, upper, unit = found
-        return {"lower": lower, "upper": upper, "unit": unit}
+        lower, upper, unit, left_out = found
+        return {"lower": lower, "upper": upper, "unit": unit, "clean": (left_out, len(x))}
 
     def _no_target_reason(self) -> str:
         return "every numeric feature is unique or ascending in the reference"
@@ -151,7 +173,14 @@ class OutOfRange(_RangeCheck):
 
     name: ClassVar[str] = "abnormal.out_of_range"
     needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        FAILING_RATE_INCREASE: rate_metric(
+            "the reference's leave-one-out rate: its minimum and maximum when they occur once"
+        )
+    }
 
-    def _fit_column(self, values: pd.Series, column: str) -> dict[str, float]:
+    def _fit_column(self, values: pd.Series, column: str) -> dict[str, Any]:
         x = finite_reference(values, column)
-        return {"lower": float(x.min()), "upper": float(x.max())}
+        lower, upper = float(x.min()), float(x.max())
+        left_out = int(np.count_nonzero(x == lower) == 1) + int(np.count_nonzero(x == upper) == 1)
+        return {"lower": lower, "upper": upper, "clean": (left_out if upper > lower else 0, len(x))}

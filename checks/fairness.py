@@ -21,6 +21,7 @@ with a missing protected value, label or prediction are left out.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,9 +31,10 @@ import numpy as np
 import pandas as pd
 
 from driftline.checks import _fairness_core as core
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.evidence import NULL_DRAWS, Evidence, bootstrap_standard_error, normal
 from driftline.checks.impact import model_impact
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult, reaches
@@ -266,7 +268,8 @@ def _consistency_scores(
     groups: core.Subgroups, y_true: np.ndarray, n_neighbors: int
 ) -> tuple[float, np.ndarray]:
     """The dataset's consistency and each subgroup's mean row inconsistency."""
-    per_group = core.group_inconsistency(groups, y_true, n_neighbors)
+    positives = core.positives_per_group(groups, y_true)
+    per_group = core.group_inconsistency(groups.level_codes, groups.sizes(), positives, n_neighbors)
     return float(np.average(per_group, weights=groups.sizes())), per_group
 
 
@@ -274,7 +277,7 @@ def _edf_scores(
     groups: core.Subgroups, y_true: np.ndarray, concentration: float
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """Smoothed EDF, each subgroup's largest log ratio against another subgroup, the smoothed rates."""
-    rates = core.smoothed_base_rates(groups, y_true, concentration)
+    rates = core.smoothed_rates(groups.sizes(), core.positives_per_group(groups, y_true), concentration)
     per_group = core.differential_fairness(rates)
     return float(np.max(per_group)), per_group, rates
 
@@ -523,14 +526,30 @@ class SmoothedEDFScorer(_DatasetScorer):
 # ---------------------------------------------------------------------------------------------------
 # Registered checks
 #
-# One result per check, target = the protected columns joined by ",". The thresholded metric is the
-# reduced value: `disparity` (diff; default thresholds 0.05 / 0.1 / 0.2) or `disparity_ratio` (ratio;
-# 1.1 / 1.25 / 1.5, the four-fifths rule at medium), `theil_index` (0.002 / 0.005 / 0.02),
-# `smoothed_edf` (0.1 / 0.25 / 0.5) and `consistency` (0.3 / 0.4 / 0.5). The profile keeps the
-# reference's value so that `details` reports the change; rows of subgroups whose own (worst) value
-# reaches the lowest threshold are the failing rows.
+# One result per check, target = the protected columns joined by ",". Every value below is a function
+# of the per-subgroup confusion counts, so its noise is measured by resampling those counts.
+#
+# By default (`compare_to: reference`) the graded metric is the change against the reference,
+# `<metric>_change`: the batch's value minus the value a clean batch with the same subgroup sizes
+# shows (the mean over batches simulated from the reference's outcome shares within each subgroup,
+# which also takes out the upward bias of a disparity measured on few rows). Its noise is normal, with
+# the bootstrap standard errors (`checks.evidence.bootstrap_standard_error`, multinomial over the
+# subgroup × outcome counts) of the batch's and of the reference's value combined. The reference's
+# own disparity is a standing property of the model, not a change. `compare_to: none` audits the
+# batch alone: the value's own level is graded on its lower bound (same bootstrap).
+#
+# Only comparisons (or subgroups) with at least `min_group_rows` rows behind their rate on each side,
+# in the batch and in the reference, are graded; `details.not_graded` lists the others. The full
+# value over every comparison, as the function API computes it, is reported as `value`.
 
 DETAILS_LIMIT = 100  # comparisons listed in a result's details, worst first
+COMPARE_TO = ("reference", "none")
+MIN_GROUP_ROWS = 30
+# A ratio of rates swings widely when a rate counts few rows: the ratio distance grades a comparison,
+# and smoothed_edf a subgroup, only when each side is expected to hold `min_outcome_rows` rows counted
+# by the rate (its rarer outcome for smoothed_edf), at the reference's rates (its own in an audit).
+MIN_OUTCOME_ROWS = 10
+RATIO_SMOOTHING = 1.0  # graded ratios use rates (k + 1/2) / (n + 1), finite when a rate is 0
 
 _UNDEFINED = {
     "tpr": "no comparison has rows with a positive label on both sides",
@@ -541,6 +560,24 @@ _UNDEFINED = {
     "equalized_odds": "no comparison has rows with both labels on both sides",
     "theil_index": "every row has zero benefit (negative prediction, positive label)",
 }
+CHANGE = (
+    "the batch's value minus the value a clean batch with the same subgroup sizes shows (simulated "
+    "from the reference's outcome shares per subgroup); with compare_to: none, the value itself (audit)"
+)
+UNCERTAINTY = (
+    "normal: multinomial bootstrap over the subgroup × outcome counts of the batch and of the "
+    "reference, standard errors combined"
+)
+
+
+def _declared(level: str, thresholds: tuple[float, ...], change: tuple[float, ...]) -> dict[str, Metric]:
+    """A fairness value graded on its level (audit) and on its change against the reference."""
+    return {
+        level: Metric(
+            thresholds, change="its level in the batch (compare_to: none)", uncertainty=UNCERTAINTY
+        ),
+        f"{level}_change": Metric(change, change=CHANGE, uncertainty=UNCERTAINTY),
+    }
 
 
 @dataclass(frozen=True)
@@ -561,9 +598,55 @@ class _Measurement:
     group_scores: np.ndarray  # per subgroup, its worst value; rows of subgroups reaching a threshold fail
 
 
+@dataclass(frozen=True)
+class _Aligned:
+    """Batch and reference confusion counts (groups × 4) on one numbering of the subgroups of either."""
+
+    batch: np.ndarray
+    reference: np.ndarray
+    level_codes: np.ndarray
+    records: list[dict[str, Any]]
+    batch_index: np.ndarray  # position of each batch subgroup in this numbering
+
+
+def _aligned(groups: core.Subgroups, counts: np.ndarray, profile: Mapping[str, Any]) -> _Aligned:
+    """The batch's and the reference's counts per subgroup, subgroups of either side numbered once."""
+    seen = set(groups.values)
+    values = list(groups.values) + [v for v in profile["values"] if v not in seen]
+    union = core.encode_subgroups(pd.DataFrame(values, columns=list(groups.attributes)))
+    position = dict(zip(values, union.codes, strict=True))
+    batch = np.zeros((union.n_groups, 4), dtype=np.int64)
+    batch[union.codes[: groups.n_groups]] = counts
+    reference = np.zeros_like(batch)
+    reference[[position[v] for v in profile["values"]]] = profile["counts"]
+    records = [union.records(g) for g in range(union.n_groups)]
+    return _Aligned(batch, reference, union.level_codes, records, union.codes[: groups.n_groups])
+
+
+def _clean_batches(
+    statistic: Callable[[np.ndarray], np.ndarray], aligned: _Aligned, draws: int = NULL_DRAWS, seed: int = 2
+) -> tuple[float, float, float]:
+    """Mean and spread (standard deviation) of `statistic` over clean batches (the batch's subgroup
+    sizes, the reference's outcome shares within each subgroup; a subgroup new to the reference keeps
+    its own), and the Monte Carlo standard error of that mean."""
+    sizes = aligned.batch.sum(axis=1)
+    reference_rows = aligned.reference.sum(axis=1, keepdims=True)
+    source = np.where(reference_rows > 0, aligned.reference, aligned.batch).astype(float)
+    shares = source / np.maximum(source.sum(axis=1, keepdims=True), 1.0)
+    shares[sizes == 0] = 0.25  # no rows are drawn there; any valid shares do
+    sample = np.random.default_rng(seed).multinomial(sizes, shares, size=(draws, len(sizes)))
+    values = np.asarray(statistic(sample), dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) < 2:
+        return math.nan, math.inf, math.inf
+    spread = float(values.std(ddof=1))
+    return float(values.mean()), spread, spread / math.sqrt(len(values))
+
+
 @dataclass(kw_only=True)
 class _FairnessCheck(Check):
-    """Shared plumbing: usable rows, the reference value in the profile, one graded result."""
+    """Shared plumbing: usable rows, the reference's counts in the profile, one result graded on the
+    confidence bound of the change against the reference (or of the level, `compare_to: none`)."""
 
     family: ClassVar[str] = "fairness"
     needs: ClassVar[frozenset[str]] = frozenset({"protected", "label"})
@@ -573,10 +656,29 @@ class _FairnessCheck(Check):
 
     positive_label: Label = 1
     score_threshold: float = 0.5
+    compare_to: str = "reference"
+    min_group_rows: int = MIN_GROUP_ROWS
+    min_outcome_rows: int = MIN_OUTCOME_ROWS
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        core.check_choice(f"{self.name}: compare_to", self.compare_to, COMPARE_TO)
+        for name, least in (("min_group_rows", 1), ("min_outcome_rows", 0)):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= least):
+                raise CheckInputError(f"{self.name}: {name} must be an integer >= {least}")
 
     @abstractmethod
     def _measure(self, batch: _Batch) -> _Measurement:
         """The check's value on the usable rows, with per-subgroup records and scores."""
+
+    @abstractmethod
+    def _statistic(self, aligned: _Aligned, graded: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """The graded value as a function of counts (..., groups, 4), over the `graded` comparisons."""
+
+    @abstractmethod
+    def _graded(self, aligned: _Aligned) -> tuple[np.ndarray, np.ndarray]:
+        """Which comparisons are graded, and which subgroups take part in them."""
 
     def _undefined(self) -> str:
         return f"{self.name} is undefined on this batch"
@@ -584,45 +686,134 @@ class _FairnessCheck(Check):
     def _metric(self) -> str:
         return self.metric_name
 
+    def _graded_metric(self) -> str:
+        return self._metric() if self.compare_to == "none" else f"{self._metric()}_change"
+
+    def _enough(self, rows: np.ndarray, reference_rows: np.ndarray) -> np.ndarray:
+        """Whether the batch (and, against the reference, the reference) has enough rows."""
+        enough = rows >= self.min_group_rows
+        return enough & (reference_rows >= self.min_group_rows) if self.compare_to == "reference" else enough
+
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
-        """The reference's value, to report the change; None (with the reason) when it has none."""
+        """The reference's value, counts and per-subgroup scores; None (with the reason) when it has none."""
         try:
-            value = self._measure(self._batch(reference, columns)).value
+            batch = self._batch(reference, columns)
+            measured = self._measure(batch)
         except (CheckInputError, NotApplicable) as exc:
             return {"value": None, "reason": str(exc)}
-        return {"value": None if np.isnan(value) else value, "reason": None}
+        groups = batch.rows.groups
+        return {
+            "value": None if np.isnan(measured.value) else measured.value,
+            "reason": None,
+            "values": groups.values,
+            "counts": core.confusion_counts(groups, batch.y_true, batch.y_pred),
+            "scores": dict(zip(groups.values, measured.group_scores.tolist(), strict=True)),
+        }
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         batch = self._batch(current, columns)
         measured = self._measure(batch)
         if np.isnan(measured.value):
             raise NotApplicable(self._undefined())
-        metric = self._metric()
-        failing = self._failing_groups(measured.group_scores, metric)[batch.rows.groups.codes]
-        reference = profile.get("value")
+        if self.compare_to == "reference" and profile.get("counts") is None:
+            raise NotApplicable(
+                f"no reference value to compare with ({profile.get('reason')}); "
+                "compare_to: none grades the batch's own level"
+            )
+        groups = batch.rows.groups
+        counts = core.confusion_counts(groups, batch.y_true, batch.y_pred)
+        reference = (
+            profile
+            if profile.get("counts") is not None
+            else {"values": [], "counts": np.zeros((0, 4), dtype=np.int64)}
+        )
+        aligned = _aligned(groups, counts, reference)
+        graded, graded_groups = self._graded(aligned)
+        if not graded.any():
+            where = " in the batch and the reference" if self.compare_to == "reference" else ""
+            raise NotApplicable(
+                f"{self.name}: no comparison is graded: none has {self.min_group_rows} rows "
+                f"(min_group_rows) behind its rate on each side{where}, and a ratio of rates also "
+                f"needs {self.min_outcome_rows} rows counted by them (min_outcome_rows)"
+            )
+        statistic = self._statistic(aligned, graded)
+        evidence, extra = self._evidence(statistic, aligned)
+        failing_groups = self._failing(measured, groups, profile, graded_groups[aligned.batch_index])
+        failing = failing_groups[groups.codes]
         details = {
             "settings": {k: v for k, v in self.params().items() if k not in ("thresholds", "features")},
-            "subgroups": batch.rows.groups.n_groups,
+            "subgroups": groups.n_groups,
             "records": measured.records,
+            "not_graded": self._not_graded(aligned, graded_groups),
             "dropped_rows": int((~batch.rows.kept).sum()),
             "missing": batch.rows.missing,
             "prediction_from": batch.prediction_from,
-            "reference_value": reference,
-            "change": None if reference is None else measured.value - reference,
+            **extra,
+        }
+        metric = self._graded_metric()
+        metrics = {
+            metric: evidence.estimate,
+            "value": measured.value,
+            "reference_value": profile.get("value"),
         }
         result = self.result(
             ",".join(columns.protected),
-            {metric: measured.value},
+            metrics,
             rows=int(batch.rows.kept.sum()),
             failing_rows=int(failing.sum()),
             model_impact=model_impact(batch.frame, failing, columns),
             details=details,
+            evidence={metric: evidence},
         )
         return [result]
 
-    def _failing_groups(self, scores: np.ndarray, metric: str) -> np.ndarray:
-        lowest = min(self.effective_thresholds()[metric])
-        return np.array([reaches(float(v), lowest) for v in scores], dtype=bool)
+    def _evidence(
+        self, statistic: Callable[[np.ndarray], np.ndarray], aligned: _Aligned
+    ) -> tuple[Evidence, dict[str, Any]]:
+        """The graded value with its noise: the level (audit) or the change against the reference."""
+        shape = aligned.batch.shape
+
+        def resampled(draws: np.ndarray) -> np.ndarray:
+            return statistic(draws.reshape(-1, *shape))
+
+        value = float(statistic(aligned.batch))
+        batch_se = bootstrap_standard_error(resampled, aligned.batch.ravel())
+        if self.compare_to == "none":
+            return normal(value, batch_se), {"graded_value": value}
+        # A cell empty in the batch does not vary in its bootstrap: the spread of clean batches of the
+        # same sizes keeps the batch's standard error from looking more certain than that.
+        expected, spread, expected_se = _clean_batches(statistic, aligned)
+        reference_se = bootstrap_standard_error(resampled, aligned.reference.ravel(), seed=1)
+        se = math.sqrt(max(batch_se, spread) ** 2 + reference_se**2 + expected_se**2)
+        return normal(value - expected, se), {"graded_value": value, "expected_value": expected}
+
+    def _failing(
+        self, measured: _Measurement, groups: core.Subgroups, profile: Mapping[str, Any], graded: np.ndarray
+    ) -> np.ndarray:
+        """Graded subgroups whose own worst value (its growth over the reference's, by default)
+        reaches the lowest threshold."""
+        lowest = min(self.effective_thresholds()[self._graded_metric()])
+        scores = measured.group_scores
+        if self.compare_to == "reference":
+            before = profile.get("scores") or {}
+            with np.errstate(invalid="ignore"):
+                scores = scores - np.array([before.get(v, np.nan) for v in groups.values])
+        reached = np.array([reaches(float(v), lowest) for v in scores], dtype=bool)
+        return reached & graded
+
+    def _not_graded(self, aligned: _Aligned, graded_groups: np.ndarray) -> list[dict[str, Any]]:
+        """The batch's subgroups in no graded comparison, with their rows in the batch and reference."""
+        batch_rows, reference_rows = aligned.batch.sum(axis=1), aligned.reference.sum(axis=1)
+        left_out = np.flatnonzero(~graded_groups & (batch_rows > 0))[:DETAILS_LIMIT]
+        return [
+            {
+                "subgroup": aligned.records[g],
+                "rows": int(batch_rows[g]),
+                "reference_rows": int(reference_rows[g]),
+                "min_group_rows": self.min_group_rows,
+            }
+            for g in left_out
+        ]
 
     def _batch(self, frame: pd.DataFrame, columns: Columns) -> _Batch:
         arrays: dict[str, pd.Series] = {}
@@ -706,6 +897,16 @@ def _worst_per_group(disparity: core.Disparity, n_groups: int) -> np.ndarray:
     return worst
 
 
+def _reduce_graded(values: np.ndarray, graded: np.ndarray, reduction: str) -> np.ndarray:
+    """Mean or max over the graded comparisons (last axis), skipping undefined ones (NaN if none)."""
+    chosen = values[..., graded]
+    defined = ~np.isnan(chosen)
+    if reduction == "max":
+        return np.where(defined.any(axis=-1), np.max(np.where(defined, chosen, -np.inf), axis=-1), np.nan)
+    with np.errstate(invalid="ignore"):
+        return np.where(defined, chosen, 0.0).sum(axis=-1) / defined.sum(axis=-1)
+
+
 @dataclass(kw_only=True)
 class _ComparisonCheck(_FairnessCheck):
     """A metric compared across subgroups, reduced over the comparisons by `reduction`."""
@@ -736,14 +937,56 @@ class _ComparisonCheck(_FairnessCheck):
             value, _comparison_records(groups, disparity), _worst_per_group(disparity, groups.n_groups)
         )
 
+    def _graded(self, aligned: _Aligned) -> tuple[np.ndarray, np.ndarray]:
+        comparisons = core.Comparisons.build(self.comparison, len(aligned.batch))
+
+        def rows(counts: np.ndarray) -> np.ndarray:
+            left, right = comparisons.sides(counts)
+            return np.minimum(
+                core.denominator_rows(left, self.metric), core.denominator_rows(right, self.metric)
+            )
+
+        graded = self._enough(rows(aligned.batch), rows(aligned.reference))
+        if self._distance() == "ratio":
+            graded &= self._expected_counted(aligned, comparisons) >= self.min_outcome_rows
+        groups = np.zeros(len(aligned.batch), dtype=bool)
+        groups[comparisons.left[graded]] = True
+        groups[comparisons.right[graded & (comparisons.right >= 0)]] = True
+        return graded, groups
+
+    def _expected_counted(self, aligned: _Aligned, comparisons: core.Comparisons) -> np.ndarray:
+        """Per comparison, the fewest rows a side's rate is expected to count in its numerator: the
+        batch's rows behind the rate times the reference's rate (the batch's own in an audit)."""
+        source = aligned.reference if self.compare_to == "reference" else aligned.batch
+        fewest = np.full(len(comparisons.left), np.inf)
+        for name in core.rate_names(self.metric):
+            for batch_side, source_side in zip(
+                comparisons.sides(aligned.batch), comparisons.sides(source), strict=True
+            ):
+                expected = core.denominator_rows(batch_side, name) * core.rate(source_side, name)
+                fewest = np.fmin(fewest, expected)
+        return fewest
+
+    def _statistic(self, aligned: _Aligned, graded: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        comparisons = core.Comparisons.build(self.comparison, len(aligned.batch))
+        smoothing = RATIO_SMOOTHING if self._distance() == "ratio" else 0.0
+
+        def statistic(counts: np.ndarray) -> np.ndarray:
+            disparity = core.model_disparity(self.metric, counts, comparisons, self._distance(), smoothing)
+            return _reduce_graded(disparity.values, graded, self.reduction)
+
+        return statistic
+
 
 @dataclass(kw_only=True)
 class _DisparityCheck(_ComparisonCheck):
-    """A rate compared across subgroups by `diff` (metric `disparity`) or `ratio` (`disparity_ratio`)."""
+    """A rate compared across subgroups by `diff` (metric `disparity`) or `ratio` (`disparity_ratio`;
+    graded on rates smoothed by half a row, so that a zero rate gives a large but finite ratio, and
+    over the comparisons whose rates are expected to count `min_outcome_rows` rows on each side)."""
 
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {
-        "disparity": (0.05, 0.1, 0.2),
-        "disparity_ratio": (1.1, 1.25, 1.5),
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        **_declared("disparity", (0.05, 0.1, 0.2), (0.05, 0.1, 0.2)),
+        **_declared("disparity_ratio", (1.1, 1.25, 1.5), (0.1, 0.25, 0.5)),
     }
 
     distance_measure: str = "diff"
@@ -850,7 +1093,9 @@ class TheilIndex(_ComparisonCheck):
     name: ClassVar[str] = "fairness.theil_index"
     metric: ClassVar[str] = "theil_index"
     metric_name: ClassVar[str] = "theil_index"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"theil_index": (0.002, 0.005, 0.02)}
+    declared_metrics: ClassVar[dict[str, Metric]] = _declared(
+        "theil_index", (0.002, 0.005, 0.02), (0.002, 0.005, 0.02)
+    )
 
 
 @register
@@ -866,16 +1111,34 @@ class DatasetStatisticalParity(_DisparityCheck):
     comparison: str = "pairwise"
 
 
+@dataclass(kw_only=True)
+class _LabelCheck(_FairnessCheck):
+    """A value of the labels per subgroup, graded over the subgroups with `min_group_rows` rows."""
+
+    uses_prediction: ClassVar[bool] = False
+
+    def _graded(self, aligned: _Aligned) -> tuple[np.ndarray, np.ndarray]:
+        graded = self._enough(aligned.batch.sum(axis=1), aligned.reference.sum(axis=1))
+        graded &= graded.sum() >= 2
+        return graded, graded
+
+    @staticmethod
+    def _sizes(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and positive labels per subgroup, from the confusion counts."""
+        return counts.sum(axis=-1), counts[..., core.FN] + counts[..., core.TP]
+
+
 @register
 @dataclass(kw_only=True)
-class Consistency(_FairnessCheck):
+class Consistency(_LabelCheck):
     """Label consistency: mean over rows of |label - positive share among the row's 5 nearest other
     rows| in the protected attributes (ties averaged); 0 when neighbours always agree."""
 
     name: ClassVar[str] = "fairness.consistency"
-    uses_prediction: ClassVar[bool] = False
     metric_name: ClassVar[str] = "consistency"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"consistency": (0.3, 0.4, 0.5)}
+    declared_metrics: ClassVar[dict[str, Metric]] = _declared(
+        "consistency", (0.3, 0.4, 0.5), (0.05, 0.1, 0.2)
+    )
 
     n_neighbors: int = 5
 
@@ -889,17 +1152,32 @@ class Consistency(_FairnessCheck):
         ]
         return _Measurement(value, records, per_group)
 
+    def _statistic(self, aligned: _Aligned, graded: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        def statistic(counts: np.ndarray) -> np.ndarray:
+            sizes, positives = self._sizes(counts)
+            per_group = core.group_inconsistency(aligned.level_codes, sizes, positives, self.n_neighbors)
+            weights = sizes[..., graded]
+            with np.errstate(invalid="ignore"):
+                return np.nansum(per_group[..., graded] * weights, axis=-1) / weights.sum(axis=-1)
+
+        return statistic
+
 
 @register
 @dataclass(kw_only=True)
-class SmoothedEDF(_FairnessCheck):
+class SmoothedEDF(_LabelCheck):
     """Smoothed empirical differential fairness: the largest |ln r_i - ln r_j| between two protected
-    subgroups' smoothed positive (or negative) label rates r = (pos + 0.5) / (n + 1); 0 is perfect."""
+    subgroups' smoothed positive (or negative) label rates r = (pos + 0.5) / (n + 1); 0 is perfect.
+
+    A log ratio of a rate of a few rows swings widely: a subgroup is graded when it also is expected
+    to hold `min_outcome_rows` rows of its rarer outcome.
+    """
 
     name: ClassVar[str] = "fairness.smoothed_edf"
-    uses_prediction: ClassVar[bool] = False
     metric_name: ClassVar[str] = "smoothed_edf"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"smoothed_edf": (0.1, 0.25, 0.5)}
+    declared_metrics: ClassVar[dict[str, Metric]] = _declared(
+        "smoothed_edf", (0.1, 0.25, 0.5), (0.1, 0.25, 0.5)
+    )
 
     concentration: float = 1.0
 
@@ -919,3 +1197,22 @@ class SmoothedEDF(_FairnessCheck):
             for g in np.argsort(-per_group, kind="stable")[:DETAILS_LIMIT]
         ]
         return _Measurement(value, records, per_group)
+
+    def _graded(self, aligned: _Aligned) -> tuple[np.ndarray, np.ndarray]:
+        """Subgroups with `min_group_rows` rows and `min_outcome_rows` expected of either outcome."""
+        rows = aligned.batch.sum(axis=1)
+        source = aligned.reference if self.compare_to == "reference" else aligned.batch
+        source_rows, source_positives = self._sizes(source)
+        share = source_positives / np.maximum(source_rows, 1)
+        outcomes = rows * np.minimum(share, 1 - share)
+        graded = super()._graded(aligned)[0] & (outcomes >= self.min_outcome_rows)
+        graded &= graded.sum() >= 2
+        return graded, graded
+
+    def _statistic(self, aligned: _Aligned, graded: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        def statistic(counts: np.ndarray) -> np.ndarray:
+            sizes, positives = self._sizes(counts)
+            rates = core.smoothed_rates(sizes[..., graded], positives[..., graded], self.concentration)
+            return core.differential_fairness(rates).max(axis=-1)
+
+        return statistic

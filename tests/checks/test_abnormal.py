@@ -7,12 +7,14 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from sklearn.metrics import accuracy_score
 
 from driftline.checks import registry
 from driftline.checks.abnormal import NullRate
 from driftline.checks.abnormal_values import OutOfRange
 from driftline.checks.columns import Columns, infer_columns
+from driftline.checks.errors import CheckInputError
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import run_check
 
@@ -31,6 +33,16 @@ NAMES = [
     "abnormal.unseen_url",
 ]
 LABELLED = Columns(numeric=("x",), label="label", prediction="prediction", task="binary")
+REFERENCE_ROWS = 5000
+
+
+def agresti_caffo_bound(
+    hits: int, rows: int, reference_hits: int, reference_rows: int, confidence: float = 0.99
+) -> float:
+    """Lower bound of a rate's increase, written out: one success and one failure added per side."""
+    p, q = (hits + 1) / (rows + 2), (reference_hits + 1) / (reference_rows + 2)
+    se = np.sqrt(p * (1 - p) / (rows + 2) + q * (1 - q) / (reference_rows + 2))
+    return hits / rows - reference_hits / reference_rows - stats.norm.ppf(confidence) * se
 
 
 def test_public_names_are_registered() -> None:
@@ -41,9 +53,9 @@ def test_public_names_are_registered() -> None:
 
 
 def range_frames(failing: int, rows: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A reference with x in [0, 10] and a batch whose first `failing` rows have x = 20."""
+    """A reference of 5000 distinct x in [0, 10] and a batch whose first `failing` rows have x = 20."""
     rng = np.random.default_rng(seed)
-    reference = pd.DataFrame({"x": np.linspace(0, 10, 50)})
+    reference = pd.DataFrame({"x": np.linspace(0, 10, REFERENCE_ROWS)})
     x = np.where(np.arange(rows) < failing, 20.0, rng.uniform(0, 10, rows))
     label = rng.integers(0, 2, rows)
     prediction = np.where(rng.random(rows) < 0.8, label, 1 - label)
@@ -82,33 +94,41 @@ def test_no_failing_rows_means_no_impact_and_no_severity() -> None:
 @pytest.mark.parametrize(
     ("failing", "rows", "severity"),
     [
-        (1, 1000, "low"),  # any failing row warns; one row's impact is not graded
-        (20, 1000, "medium"),  # 2% failing >= 1%
-        (60, 1000, "high"),  # 6% failing >= 5%
+        (1, 1000, "none"),  # one row beyond the range is what a clean batch may show
+        (10, 1000, "low"),  # 1% failing: known to exceed the clean 0.04% by at least 0.1 points
+        (40, 1000, "medium"),  # 4%: known to exceed it by at least 1 point
+        (150, 1000, "high"),  # 15%: by at least 5 points
     ],
 )
-def test_severity_from_the_failing_share(failing: int, rows: int, severity: str) -> None:
+def test_severity_from_the_failing_rate_increase(failing: int, rows: int, severity: str) -> None:
     reference, current = range_frames(failing, rows)
-    current["prediction"] = current["label"]  # no impact: the grade comes from the share alone
     (result,) = OutOfRange().run(reference, current, LABELLED)
+    # A clean batch shows 2 of 5000 rows out of range: the reference's unique minimum and maximum.
+    assert result.details["clean_rate"] == pytest.approx(2 / REFERENCE_ROWS)
     assert result.metrics["failing_share"] == pytest.approx(failing / rows)
+    assert result.metrics["failing_rate_increase"] == pytest.approx(failing / rows - 2 / REFERENCE_ROWS)
+    bound = agresti_caffo_bound(failing, rows, 2, REFERENCE_ROWS)
+    assert result.metrics["failing_rate_increase_bound"] == pytest.approx(bound)
     assert result.severity == severity
 
 
-def test_severity_from_the_model_impact_once_enough_rows_fail() -> None:
-    # 10 of 5000 rows (0.2%) fail, half of them misclassified against ~20% elsewhere: impact ~0.3.
+def test_model_impact_is_reported_not_graded() -> None:
+    # 10 of 5000 rows (0.2%) fail, half of them misclassified against ~20% elsewhere: impact ~0.3,
+    # a comparison within the batch; the failing rate is not known to exceed a clean batch's.
     reference, current = range_frames(failing=10, rows=5000)
     (result,) = OutOfRange().run(reference, current, LABELLED)
-    assert result.model_impact > 0.1 and result.severity == "high"
-    (fewer,) = OutOfRange(min_impact_rows=11).run(reference, current, LABELLED)
-    assert fewer.model_impact == result.model_impact and fewer.severity == "low"
+    assert result.model_impact > 0.1 and result.metrics["model_impact"] == result.model_impact
+    assert result.severity == "none" and set(result.thresholds) == {"failing_rate_increase"}
 
 
 def test_thresholds_can_be_overridden() -> None:
-    reference, current = range_frames(failing=60, rows=1000)
-    current["prediction"] = current["label"]
-    (result,) = OutOfRange(thresholds={"failing_share": [0.5]}).run(reference, current, LABELLED)
-    assert result.severity == "low" and result.thresholds["failing_share"] == [0.5]
+    reference, current = range_frames(failing=120, rows=1000)
+    (default,) = OutOfRange().run(reference, current, LABELLED)
+    (result,) = OutOfRange(thresholds={"failing_rate_increase": [0.5]}).run(reference, current, LABELLED)
+    assert default.severity == "high"
+    assert result.severity == "none" and result.thresholds == {"failing_rate_increase": [0.5]}
+    with pytest.raises(CheckInputError, match="failing_share"):
+        OutOfRange(thresholds={"failing_share": [0.5]})
 
 
 def test_failing_ids_come_from_the_id_column_and_are_capped() -> None:
@@ -124,8 +144,12 @@ def test_failing_ids_come_from_the_id_column_and_are_capped() -> None:
 
 
 def test_null_rate_metrics_and_severity() -> None:
-    reference = pd.DataFrame({"x": [1.0, np.nan, 2.0, 3.0], "c": ["a", "b", "c", "d"]})
-    current = pd.DataFrame({"x": [np.nan, np.nan, 1.0, 2.0], "c": ["a", None, "b", "c"]})
+    reference = pd.DataFrame(
+        {"x": np.tile([1.0, np.nan, 2.0, 3.0], 250), "c": np.tile(["a", "b", "c", "d"], 250)}
+    )
+    current = pd.DataFrame(
+        {"x": np.tile([np.nan, np.nan, 1.0, 2.0], 100), "c": np.tile(["a", None, "b", "c"], 100)}
+    )
     results = {
         r.target: r for r in NullRate().run(reference, current, Columns(numeric=("x",), categorical=("c",)))
     }
@@ -133,22 +157,25 @@ def test_null_rate_metrics_and_severity() -> None:
     assert x.metrics["failing_share"] == pytest.approx(0.5)
     assert x.metrics["reference_null_rate"] == pytest.approx(0.25)
     assert x.metrics["null_rate_increase"] == pytest.approx(0.25)
-    assert x.failing_rows == 2 and x.severity == "high"
+    # Two graded rates (nulls, infinities): each bound at 1 - 0.01 / 2.
+    bound = agresti_caffo_bound(200, 400, 250, 1000, confidence=0.995)
+    assert x.metrics["null_rate_increase_bound"] == pytest.approx(bound)
+    assert x.failing_rows == 200 and x.severity == "high"
     assert c.metrics["null_rate_increase"] == pytest.approx(0.25) and c.severity == "high"
 
 
-def test_new_nulls_warn_and_steady_nulls_do_not() -> None:
+def test_new_nulls_are_graded_and_steady_nulls_are_not() -> None:
     reference = pd.DataFrame(
         {"new": np.arange(1000.0), "steady": np.where(np.arange(1000) % 10 == 0, np.nan, 1.0)}
     )
     current = reference.copy()
-    current.loc[5, "new"] = np.nan
+    current.loc[:29, "new"] = np.nan  # 3% of the rows, none in the reference
     current["label"] = np.arange(1000) % 2
     # Null rows of "steady" are all misclassified: a large impact, but nulls are as frequent as before.
     current["prediction"] = np.where(current["steady"].isna(), 1 - current["label"], current["label"])
     columns = Columns(numeric=("new", "steady"), label="label", prediction="prediction", task="binary")
     results = {r.target: r for r in NullRate().run(reference, current, columns)}
-    assert results["new"].failing_rows == 1 and results["new"].severity == "low"
+    assert results["new"].failing_rows == 30 and results["new"].severity == "medium"
     assert results["steady"].model_impact == pytest.approx(1.0)
     assert results["steady"].metrics["null_rate_increase"] == pytest.approx(0.0)
     assert results["steady"].severity == "none"

@@ -38,7 +38,7 @@ def test_empty_string_result_metrics() -> None:
 
 
 def test_empty_string_skips_features_without_reference_nulls() -> None:
-    frame = pd.DataFrame({"c": ["Ann", "Bob"]})
+    frame = pd.DataFrame({"c": ["Ann", "Bob"] * 5})
     (result,) = run_check(EmptyString(), frame, COLUMNS, reference=frame, strict=True)
     assert result.status == "skipped" and "nulls" in result.reason
 

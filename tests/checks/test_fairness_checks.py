@@ -50,6 +50,8 @@ def _columns(protected, *, prediction: str | None = "prediction", score: str | N
 
 
 def _run(name: str, frame: pd.DataFrame, columns: Columns, reference: pd.DataFrame | None = None, **params):
+    """One check on a frame of a few rows: every subgroup is graded."""
+    params = {"min_group_rows": 1, "min_outcome_rows": 0, **params}
     results = run_check(
         registry.create(name, params),
         frame,
@@ -75,8 +77,9 @@ def test_golden_through_the_checks(case: dict) -> None:
         params["distance_measure"] = inputs["distance_measure"]
     result = _run(CHECK_FOR_METRIC[inputs["metric"]], frame, _columns(inputs["protected"]), **params)
     assert result.status == "ok"
-    [value] = result.metrics.values()
-    assert value == pytest.approx(case["expected"], abs=case["tolerance"], rel=case["tolerance"])
+    assert result.metrics["value"] == pytest.approx(
+        case["expected"], abs=case["tolerance"], rel=case["tolerance"]
+    )
     assert result.details["subgroups"] == len(frame[inputs["protected"]].drop_duplicates())
 
 
@@ -86,7 +89,7 @@ def test_score_at_or_above_threshold_is_a_positive_prediction() -> None:
     score = np.where(np.array(inputs["y_pred"]) == 1, 0.5, 0.49)
     frame = pd.DataFrame(inputs["subgroups"]).assign(label=inputs["y_true"], score=score)
     result = _run("fairness.tpr", frame, _columns(["sex", "race"], prediction=None, score="score"))
-    assert result.metrics["disparity"] == pytest.approx(case["expected"])
+    assert result.metrics["value"] == pytest.approx(case["expected"])
     assert result.details["prediction_from"] == "score >= 0.5"
 
 
@@ -102,8 +105,9 @@ THREE = pd.DataFrame(
 
 
 def test_details_list_each_subgroup_worst_first() -> None:
-    result = _run("fairness.statistical_parity", THREE, _columns(["g"]))
-    assert result.metrics["disparity"] == pytest.approx((0 + 5 / 12 + 5 / 8) / 3)
+    result = _run("fairness.statistical_parity", THREE, _columns(["g"]), compare_to="none")
+    assert result.metrics["value"] == pytest.approx((0 + 5 / 12 + 5 / 8) / 3)
+    assert result.metrics["disparity"] == result.metrics["value"]  # every subgroup is graded
     records = result.details["records"]
     assert [r["subgroup"] for r in records] == [{"g": "c"}, {"g": "b"}, {"g": "a"}]
     assert [r["rows"] for r in records] == [2, 4, 4]
@@ -115,14 +119,13 @@ def test_details_list_each_subgroup_worst_first() -> None:
     # b and c 4/6 right, so the failing rows do (1 - 4/6) - (1 - 2/4) = -1/6 "worse".
     assert result.failing_rows == 6
     assert result.model_impact == pytest.approx(-1 / 6)
-    assert result.severity == "high"  # 0.347 >= 0.2
 
 
 def test_pairwise_comparison_in_a_check() -> None:
     result = _run(
         "fairness.statistical_parity", THREE, _columns(["g"]), comparison="pairwise", reduction="max"
     )
-    assert result.metrics["disparity"] == pytest.approx(0.75)
+    assert result.metrics["value"] == pytest.approx(0.75)
     first = result.details["records"][0]
     assert (first["subgroup"], first["other"], first["rows"], first["other_rows"]) == (
         {"g": "b"},
@@ -135,16 +138,17 @@ def test_pairwise_comparison_in_a_check() -> None:
 def test_dataset_statistical_parity_compares_pairs_of_label_rates() -> None:
     # Label rates a = 2/4, b = 2/4, c = 1/2: all equal.
     result = _run("fairness.dataset_statistical_parity", THREE, _columns(["g"]))
-    assert result.metrics["disparity"] == pytest.approx(0.0)
+    assert result.metrics["value"] == pytest.approx(0.0)
     assert result.details["settings"]["comparison"] == "pairwise"
     assert len(result.details["records"]) == 3
 
 
 def test_reference_value_and_change() -> None:
-    reference = THREE.assign(prediction=1)  # every rate 1: no disparity
+    reference = THREE.assign(prediction=1)  # every rate 1: no disparity, in any batch drawn from it
     result = _run("fairness.statistical_parity", THREE, _columns(["g"]), reference=reference)
-    assert result.details["reference_value"] == 0.0
-    assert result.details["change"] == pytest.approx((5 / 12 + 5 / 8) / 3)
+    assert result.metrics["reference_value"] == 0.0
+    assert result.details["expected_value"] == 0.0
+    assert result.metrics["disparity_change"] == pytest.approx((5 / 12 + 5 / 8) / 3)
 
 
 def test_missing_and_non_finite_rows_are_dropped_and_counted() -> None:
@@ -153,7 +157,7 @@ def test_missing_and_non_finite_rows_are_dropped_and_counted() -> None:
     columns = _columns(["g"], prediction=None, score="score")
     # Statistical parity does not use the label: the row with a missing label counts (a: 3/5).
     result = _run("fairness.statistical_parity", frame, columns)
-    assert result.metrics["disparity"] == pytest.approx(
+    assert result.metrics["value"] == pytest.approx(
         (abs(3 / 5 - 3 / 6) + abs(1 / 4 - 5 / 7) + abs(1 - 4 / 9)) / 3
     )
     assert result.rows == 11
@@ -161,29 +165,35 @@ def test_missing_and_non_finite_rows_are_dropped_and_counted() -> None:
     assert result.details["missing"] == {"protected": 1, "score": 1}
     # TPR: a 1/2, b 1/2, c 1/1 against the rest 2/3, 2/3, 2/4.
     result = _run("fairness.tpr", frame, columns)
-    assert result.metrics["disparity"] == pytest.approx((1 / 6 + 1 / 6 + 1 / 2) / 3)
+    assert result.metrics["value"] == pytest.approx((1 / 6 + 1 / 6 + 1 / 2) / 3)
     assert result.rows == 10
     assert result.details["dropped_rows"] == 3
     assert result.details["missing"] == {"protected": 1, "label": 1, "score": 1}
 
 
-def test_infinite_ratio_grades_high() -> None:
+def test_infinite_ratio_is_reported_and_graded_on_smoothed_rates() -> None:
     frame = pd.DataFrame({"g": list("aabb"), "label": [0, 1, 0, 1], "prediction": [1, 1, 0, 0]})
-    result = _run("fairness.statistical_parity", frame, _columns(["g"]), distance_measure="ratio")
-    assert result.metrics["disparity_ratio"] == math.inf
-    assert result.severity == "high"
-    assert result.to_dict()["metrics"]["disparity_ratio"] is None  # JSON has no infinity
+    result = _run(
+        "fairness.statistical_parity", frame, _columns(["g"]), distance_measure="ratio", compare_to="none"
+    )
+    assert result.metrics["value"] == math.inf
+    assert result.to_dict()["metrics"]["value"] is None  # JSON has no infinity
+    # Graded rates (k + 1/2) / (n + 1): 2.5/3 against 0.5/3, a ratio of 5.
+    assert result.metrics["disparity_ratio"] == pytest.approx(5.0)
 
 
 def test_ratio_thresholds() -> None:
-    # Rates 0.5 vs 0.4: ratio 1.25 reaches the medium threshold.
+    # Rates 0.5 vs 0.4: ratio 1.25; its change is graded in ratio points by default.
     frame = pd.DataFrame(
         {"g": ["a"] * 10 + ["b"] * 10, "label": 0, "prediction": [1] * 5 + [0] * 5 + [1] * 4 + [0] * 6}
     )
     result = _run("fairness.statistical_parity", frame, _columns(["g"]), distance_measure="ratio")
-    assert result.metrics["disparity_ratio"] == pytest.approx(1.25)
-    assert result.severity == "medium"
-    assert result.thresholds == {"disparity_ratio": [1.1, 1.25, 1.5]}
+    assert result.metrics["value"] == pytest.approx(1.25)
+    assert result.thresholds == {"disparity_ratio_change": [0.1, 0.25, 0.5]}
+    audit = _run(
+        "fairness.statistical_parity", frame, _columns(["g"]), distance_measure="ratio", compare_to="none"
+    )
+    assert audit.thresholds == {"disparity_ratio": [1.1, 1.25, 1.5]}
 
 
 def test_theil_consistency_and_edf_checks() -> None:
@@ -191,18 +201,18 @@ def test_theil_consistency_and_edf_checks() -> None:
         {"g": list("AAAABBBB"), "label": [1, 0, 0, 0, 1, 0, 1, 1], "prediction": [1, 0, 1, 1, 1, 0, 0, 0]}
     )
     theil = _run("fairness.theil_index", frame, _columns(["g"]))
-    assert theil.metrics["theil_index"] == pytest.approx(0.75 * math.log(1.5) + 0.25 * math.log(0.5))
+    assert theil.metrics["value"] == pytest.approx(0.75 * math.log(1.5) + 0.25 * math.log(0.5))
     assert theil.details["records"][0]["mean_benefit"] in (pytest.approx(1.5), pytest.approx(0.5))
 
     labels = pd.DataFrame({"g": list("aaabbbb"), "label": [1, 1, 0, 0, 0, 0, 1]})
     consistency = _run("fairness.consistency", labels, _columns(["g"], prediction=None))
-    assert consistency.metrics["consistency"] == pytest.approx(239 / 420)
+    assert consistency.metrics["value"] == pytest.approx(239 / 420)
     by_group = {r["subgroup"]["g"]: r["consistency"] for r in consistency.details["records"]}
     assert by_group == pytest.approx({"a": 37 / 60, "b": (3 * 7 / 15 + 11 / 15) / 4})
 
     edf = _run("fairness.smoothed_edf", labels, _columns(["g"], prediction=None))
     ra, rb = 2.5 / 4, 1.5 / 5
-    assert edf.metrics["smoothed_edf"] == pytest.approx(max(math.log(ra / rb), math.log((1 - rb) / (1 - ra))))
+    assert edf.metrics["value"] == pytest.approx(max(math.log(ra / rb), math.log((1 - rb) / (1 - ra))))
     assert {r["subgroup"]["g"]: r["smoothed_rate"] for r in edf.details["records"]} == pytest.approx(
         {"a": ra, "b": rb}
     )
