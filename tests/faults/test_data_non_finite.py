@@ -20,7 +20,7 @@ COLUMNS = Columns(
 )
 POS_INF = slice(0, 300)  # f1
 NEG_INF = slice(300, 400)  # f2
-INF_SCORE = slice(400, 450)  # score
+INF_SCORE = slice(400, 500)  # score
 
 
 def frame(n: int, seed: int) -> pd.DataFrame:
@@ -132,7 +132,8 @@ def test_prediction_drift_keeps_infinite_scores() -> None:
     (result,) = results("drift.prediction").values()
     expected = outer_bin_psi(REFERENCE["score"].to_numpy(), current["score"].to_numpy())
     assert result.metrics["psi"] == pytest.approx(expected, rel=1e-12)
-    assert result.details["inf_rows"] == 50 and result.details["dropped_rows"] == 0
+    inf_rows = INF_SCORE.stop - INF_SCORE.start
+    assert result.details["inf_rows"] == inf_rows and result.details["dropped_rows"] == 0
 
 
 def test_wasserstein_is_over_the_finite_values() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,11 +14,12 @@ from scipy.spatial.distance import jensenshannon
 
 from driftline.checks.columns import Columns
 from driftline.checks.runner import run_check
-from driftline.checks.text.abnormal import EmptyText, UnseenUnigram
+from driftline.checks.text.abnormal import EmptyText, UnseenUnigram, rows_unseen_when_left_out
 from driftline.checks.text.drift import BigramDrift, UnigramDrift
 from driftline.checks.text.tokenise import Vocabulary, tokenise, tokens
 
 COLUMNS = Columns(text=("review",), label="label", prediction="prediction")
+TEXT_DATA = Path(__file__).resolve().parents[3] / "data" / "text" / "vader_sentences.parquet"
 WORDS = ["good", "bad", "film", "the", "a", "plot", "actor", "dull", "great", "Movie", "it's", "not"]
 
 
@@ -200,6 +202,31 @@ def test_unseen_unigram_min_reference_count() -> None:
     assert twice.failing_rows == 1 and twice.details["failing_ids"] == [0]
 
 
+@pytest.mark.parametrize("min_count", [1, 2])
+def test_clean_unseen_rate_is_the_reference_left_out_row_by_row(min_count: int) -> None:
+    """The clean rate counts the reference rows that hold a token the other rows hold fewer than
+    `min_count` times: pinned by tokenising the reference again without each row in turn."""
+    texts = pd.read_parquet(TEXT_DATA, columns=["text"])["text"].head(150).tolist()
+    expected = 0
+    for i, text in enumerate(texts):
+        others = tokenise(texts[:i] + texts[i + 1 :]).unigram_counts()
+        seen = set(others.index[others.to_numpy() >= min_count])
+        expected += bool(set(tokenise([text]).vocabulary) - seen)
+    assert rows_unseen_when_left_out(tokenise(texts), min_count) == expected > 0
+
+
+def test_unseen_unigram_stays_quiet_on_clean_text_and_flags_another_domain() -> None:
+    sentences = pd.read_parquet(TEXT_DATA, columns=["text", "domain"])
+    movies = sentences[sentences["domain"] == "movie_reviews"].sample(frac=1.0, random_state=0)["text"]
+    reference = pd.DataFrame({"review": movies.iloc[:4000].to_numpy()})
+    clean = pd.DataFrame({"review": movies.iloc[4000:5000].to_numpy()})
+    (quiet,) = run_check(UnseenUnigram(), clean, COLUMNS, reference=reference)
+    assert quiet.severity == "none", quiet.reason
+    tweets = sentences[sentences["domain"] == "tweets"]["text"].head(1000).to_numpy()
+    (shifted,) = run_check(UnseenUnigram(), pd.DataFrame({"review": tweets}), COLUMNS, reference=reference)
+    assert shifted.metrics["failing_rate_increase"] > 0.05 and shifted.severity in ("medium", "high")
+
+
 def test_empty_text_flags_empty_and_blank_strings_not_nulls() -> None:
     reference = pd.DataFrame({"review": ["fine"]})
     batch = pd.DataFrame({"review": pd.Series(["", "  ", None, "ok", "\t"], dtype="str")})
@@ -212,12 +239,12 @@ def test_empty_text_flags_empty_and_blank_strings_not_nulls() -> None:
 def test_abnormal_text_bad_input() -> None:
     reference = pd.DataFrame({"review": ["fine"]})
     (numeric,) = run_check(
-        UnseenUnigram(), pd.DataFrame({"review": [1, 2]}), COLUMNS, reference=reference, strict=True
+        UnseenUnigram(), pd.DataFrame({"review": [1, 2] * 6}), COLUMNS, reference=reference, strict=True
     )
     assert numeric.status == "error" and "review" in numeric.reason
     (mixed,) = run_check(
         EmptyText(),
-        pd.DataFrame({"review": ["a", 3]}, dtype=object),
+        pd.DataFrame({"review": ["a", 3] * 6}, dtype=object),
         COLUMNS,
         reference=reference,
         strict=True,
