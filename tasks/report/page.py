@@ -35,6 +35,7 @@ class Finding:
     rows: str = ""
     failing_rows: str = ""
     model_impact: str = ""
+    grade: str = ""  # the grade in words: the bound and the threshold it crossed
     outside_band: bool = False
 
 
@@ -101,6 +102,7 @@ def sections(data: ReportData, trends: Mapping[tuple[str, str, str], Trend]) -> 
                 rows=format_number(result.get("rows")),
                 failing_rows=format_number(result.get("failing_rows")),
                 model_impact=format_number(result.get("model_impact")),
+                grade=result.get("reason") or "",
             )
             picture = _safely(f"{check}/{result['target']}", explaining_picture, result)
             if picture is not None:

@@ -4,6 +4,7 @@ the failing checks with their pictures and the stored values, re-rendered by `dr
 from __future__ import annotations
 
 import base64
+import html
 import json
 import logging
 import re
@@ -78,6 +79,8 @@ def test_failing_checks_get_a_section_with_their_picture_and_the_rest_only_a_row
     assert table.count("<tr><td>") == len(summary.results)  # the table: one row per result
     assert f"<b>{summary.rows}</b>" in page
     assert ">failed<" in page and ">high<" in page
+    (drift,) = [r for r in summary.results if r["check"] == "drift.numeric"]
+    assert f'<p class="grade">{html.escape(drift["reason"])}</p>' in page  # the grade in words
 
 
 def test_shown_numbers_are_the_runs_and_the_trend_covers_every_run(synthetic_run: SyntheticRun) -> None:
