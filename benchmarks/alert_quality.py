@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ import pandas as pd
 
 from benchmarks import alert_data
 from benchmarks.alert_data import DataSet, Shift
-from benchmarks.measure import table
+from benchmarks.measure import table, venv_python
 from driftline.checks import registry
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns, infer_columns
@@ -214,22 +213,7 @@ def default_cache() -> Path:
 def peer_python(name: str, cache: Path) -> tuple[Path | None, str]:
     """The interpreter of the peer's virtualenv, created first if needed; None and why when it cannot."""
     requirements, module, version = PEERS[name]
-    venv = cache / f"venv-{name}"
-    python = venv / "bin" / "python"
-    probe = [str(python), "-c", f"import {module}, sys; sys.exit({module}.__version__ != {version!r})"]
-    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
-        return python, f"{name} {version} (cached virtualenv {venv})"
-    started = time.perf_counter()
-    base = shutil.which("python3") or sys.executable
-    subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
-    install = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements]
-    done = subprocess.run(install, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return None, f"installing {' '.join(requirements)} failed: {done.stderr.strip()[-1500:]}"
-    checked = subprocess.run(probe, capture_output=True, text=True, check=False)
-    if checked.returncode != 0:
-        return None, f"{name} {version} does not import: {checked.stderr.strip()[-1500:]}"
-    return python, f"{name} {version} (virtualenv created in {time.perf_counter() - started:.0f} s)"
+    return venv_python(cache / f"venv-{name}", requirements, module, version)
 
 
 def peer_columns(columns: Columns) -> dict[str, Any]:

@@ -29,20 +29,12 @@ from driftline.checks.attribution import example_attribution, pair_attribution
 from driftline.checks.columns import Columns
 from driftline.checks.runner import run_check
 from driftline.checks.segmentation import Segmentation, compare_models, segment
+from driftline.data import ADULT_CATEGORICAL, ADULT_NUMERIC
 
 DATA = Path(str(resources.files("driftline.data") / "adult" / "adult.parquet"))
 LABEL, POSITIVE = "income", ">50K"
-NUMERIC = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
-CATEGORICAL = [
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native-country",
-]
+NUMERIC = list(ADULT_NUMERIC)
+CATEGORICAL = list(ADULT_CATEGORICAL)
 SLICING = [
     "age",
     "education-num",

@@ -2,9 +2,10 @@
 
 1,000,000 documents with 10 predicted and 10 true spans each (default) are written to two Parquet
 files, then matched batch by batch (reading and writing Arrow record batches), with resident memory
-sampled as the documents stream through. nervaluate 1.2.1 runs on a subset of the same documents.
+sampled as the documents stream through (`--matching`: overlap, the default, or one_to_one). nervaluate
+1.2.1 runs on a subset of the same documents, compared with one-to-one matching (its counting).
 
-python -m benchmarks.bench_rubrics [--rows 1000000] [--peer-rows 20000]
+python -m benchmarks.bench_rubrics [--rows 1000000] [--peer-rows 20000] [--matching overlap]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.measure import peak_rss_mb, table
-from driftline.checks.rubrics import ExtendedPrecisionRecall, TextSpanMatches
+from driftline.checks.rubrics import ExtendedPrecisionRecall, MatchingMode, TextSpanMatches
 
 SPANS = 10
 CHUNK = 50_000
@@ -56,9 +57,11 @@ def write_inputs(folder: Path, rows: int) -> tuple[Path, Path]:
     return task_path, pred_path
 
 
-def run_ours(task: Path, pred: Path, out: Path, batch_rows: int) -> tuple[float, list[float], int]:
+def run_ours(
+    task: Path, pred: Path, out: Path, batch_rows: int, matching: str
+) -> tuple[float, list[float], int]:
     """Seconds, resident memory at each quarter of the documents, and result rows written."""
-    rubric = TextSpanMatches()
+    rubric = TextSpanMatches(matching=matching)
     total = pq.ParquetFile(pred).metadata.num_rows
     marks, samples, done, written = [total // 4, total // 2, 3 * total // 4, total], [], 0, 0
     start = time.perf_counter()
@@ -87,7 +90,7 @@ def docs_of(path: Path, rows: int) -> list[list[dict]]:
 
 
 def run_peer(task: Path, pred: Path, rows: int) -> tuple[float, float, dict]:
-    """nervaluate and ours on the first `rows` documents: seconds each, and nervaluate's counts."""
+    """nervaluate and ours (one to one) on the first `rows` documents: seconds each, and agreement."""
     from nervaluate import Evaluator
 
     truth, predicted = docs_of(task, rows), docs_of(pred, rows)
@@ -102,7 +105,8 @@ def run_peer(task: Path, pred: Path, rows: int) -> tuple[float, float, dict]:
     task_t = pq.ParquetFile(task).read_row_group(0).slice(0, rows)
     pred_t = pq.ParquetFile(pred).read_row_group(0).slice(0, rows)
     start = time.perf_counter()
-    matches = pa.Table.from_batches(list(TextSpanMatches().apply(task_t, pred_t)))
+    rubric = TextSpanMatches(matching=MatchingMode.one_to_one)
+    matches = pa.Table.from_batches(list(rubric.apply(task_t, pred_t)))
     ours = ExtendedPrecisionRecall()(matches.to_pandas()).set_index("MatchCriterion")
     our_seconds = time.perf_counter() - start
     strict = overall["strict"]
@@ -121,20 +125,29 @@ def main(argv: list[str] | None = None) -> None:
         "--peer-rows", type=int, default=20_000, help="documents for the nervaluate comparison"
     )
     parser.add_argument("--batch-rows", type=int, default=50_000, help="documents per record batch")
+    parser.add_argument(
+        "--matching", choices=[m.value for m in MatchingMode], default="overlap", help="span matching mode"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         task, pred = write_inputs(folder, args.rows)
-        seconds, rss, written = run_ours(task, pred, folder / "matches.parquet", args.batch_rows)
+        seconds, rss, written = run_ours(
+            task, pred, folder / "matches.parquet", args.batch_rows, args.matching
+        )
         peer_rows = min(args.peer_rows, args.rows, CHUNK)
         peer_s, ours_s, facts = run_peer(task, pred, peer_rows)
     print(
         table(
             [
-                (f"TextSpanMatches, {args.rows:,} docs x {SPANS} spans, Parquet in/out", seconds, written),
+                (
+                    f"TextSpanMatches ({args.matching}), {args.rows:,} docs x {SPANS} spans, Parquet in/out",
+                    seconds,
+                    written,
+                ),
                 *[(f"  resident MB after {q}/4 of the documents", mb, "") for q, mb in enumerate(rss, 1)],
                 (f"nervaluate 1.2.1, {peer_rows:,} docs", peer_s, ""),
-                (f"TextSpanMatches, same {peer_rows:,} docs (tables in memory)", ours_s, ""),
+                (f"TextSpanMatches (one_to_one), same {peer_rows:,} docs (tables in memory)", ours_s, ""),
                 ("ratio nervaluate / ours", peer_s / ours_s, ""),
                 ("strict counts agree with nervaluate", str(facts["agree"]), ""),
                 ("peak resident MB", peak_rss_mb(), ""),

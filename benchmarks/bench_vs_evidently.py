@@ -25,7 +25,6 @@ import io
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.measure import table
+from benchmarks.measure import table, venv_python
 
 NANNYML = "nannyml==0.13.1"
 DATA = "nannyml/datasets/data/"
@@ -69,24 +68,6 @@ def employment_frames(cache: Path) -> tuple[Any, Any]:
         current = read("employment_MA_analysis.pq").merge(read("employment_MA_analysis_target.pq"), on="id")
     keep = [c for c in reference.columns if c not in ("id", "year")]
     return reference[keep], current[keep]
-
-
-def evidently_python(venv: Path) -> tuple[Path, float | None]:
-    """The interpreter of Evidently's virtualenv, creating it first if needed (and the seconds that took)."""
-    python = venv / "bin" / "python"
-    probe = [str(python), "-c", "import evidently, sys; sys.exit(evidently.__version__ != '0.7.23')"]
-    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
-        return python, None
-    print(f"creating Evidently's virtualenv at {venv} ({', '.join(EVIDENTLY)}) ...", flush=True)
-    started = time.perf_counter()
-    base = shutil.which("python3") or sys.executable
-    subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
-    install = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *EVIDENTLY]
-    done = subprocess.run(install, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"installing {' '.join(EVIDENTLY)} failed:\n{done.stderr[-3000:]}")
-    subprocess.run(probe, check=True)
-    return python, time.perf_counter() - started
 
 
 @dataclass
@@ -154,9 +135,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, help="ignored (the real data has a fixed size)")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
-    peer_python, setup_s = evidently_python(args.venv or args.cache / "venv-evidently")
-    if setup_s is not None:
-        print(f"Evidently's virtualenv created in {setup_s:.0f} s")
+    peer_python, setup = venv_python(
+        args.venv or args.cache / "venv-evidently", EVIDENTLY, "evidently", "0.7.23"
+    )
+    if peer_python is None:
+        raise SystemExit(setup)
+    print(setup)
     cli = str(Path(sys.executable).with_name("driftline"))
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import resource
+import shutil
+import subprocess
+import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -41,3 +45,26 @@ def table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
         )
         for r in cells
     )
+
+
+def venv_python(
+    venv: Path, requirements: Sequence[str], module: str, version: str
+) -> tuple[Path | None, str]:
+    """The interpreter of a peer library's own virtualenv, created first when it is missing or holds
+    another version; None and why when it cannot be installed or does not import."""
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", f"import {module}, sys; sys.exit({module}.__version__ != {version!r})"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return python, f"{module} {version} (cached virtualenv {venv})"
+    started = time.perf_counter()
+    print(f"creating a virtualenv at {venv} ({', '.join(requirements)}) ...", file=sys.stderr, flush=True)
+    base = shutil.which("python3") or sys.executable
+    subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
+    install = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements]
+    done = subprocess.run(install, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return None, f"installing {' '.join(requirements)} failed: {done.stderr.strip()[-1500:]}"
+    checked = subprocess.run(probe, capture_output=True, text=True, check=False)
+    if checked.returncode != 0:
+        return None, f"{module} {version} does not import: {checked.stderr.strip()[-1500:]}"
+    return python, f"{module} {version} (virtualenv created in {time.perf_counter() - started:.0f} s)"

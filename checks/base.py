@@ -170,30 +170,19 @@ class Check(ABC):
         """An `ok` result graded with this check's thresholds (or with an explicit `severity`); with
         `evidence`, graded on the confidence bounds of the metrics it covers (`checks.evidence`)."""
         thresholds = {m: t for m, t in self.effective_thresholds().items() if m in metrics}
-        if evidence:
-            result = CheckResult(
-                check=self.name,
-                target=target,
-                metrics=dict(metrics),
-                thresholds=thresholds,
-                rows=rows,
-                failing_rows=failing_rows,
-                model_impact=model_impact,
-                details=dict(details or {}),
-                evidence={m: e.to_dict() for m, e in evidence.items()},
-            )
-            return grade_results([result])[0]
-        return CheckResult(
+        result = CheckResult(
             check=self.name,
             target=target,
-            severity=severity if severity is not None else self.grade(metrics),
+            severity="none" if evidence else self.grade(metrics) if severity is None else severity,
             metrics=dict(metrics),
             thresholds=thresholds,
             rows=rows,
             failing_rows=failing_rows,
             model_impact=model_impact,
             details=dict(details or {}),
+            evidence={m: e.to_dict() for m, e in (evidence or {}).items()},
         )
+        return grade_results([result])[0] if evidence else result
 
     def feature_columns(self, columns: Columns, kind: str = "features") -> tuple[str, ...]:
         """The features of one kind (numeric, categorical, text, features), narrowed by `features`."""

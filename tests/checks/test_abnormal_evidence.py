@@ -17,6 +17,7 @@ from driftline.checks.abnormal_values import NumericOutliers, OutOfRange
 from driftline.checks.columns import Columns
 from driftline.checks.result import severity_rank
 from driftline.checks.runner import run_check
+from driftline.data import ADULT_CATEGORICAL, ADULT_NUMERIC
 from driftline.data.demo import DATA_FILE
 
 ADULT = Path(__file__).parents[2] / "data" / "adult" / "adult.parquet"
@@ -35,19 +36,7 @@ CENSUS_CATEGORICAL = (
     "RAC1P",
 )
 CENSUS = Columns(categorical=CENSUS_CATEGORICAL, numeric=("AGEP",), label="employed")
-ADULT_COLUMNS = Columns(
-    categorical=(
-        "workclass",
-        "education",
-        "marital-status",
-        "occupation",
-        "relationship",
-        "race",
-        "sex",
-        "native-country",
-    ),
-    numeric=("age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"),
-)
+ADULT_COLUMNS = Columns(categorical=ADULT_CATEGORICAL, numeric=ADULT_NUMERIC)
 # Every converted check that has targets in the census or in Adult (the URL, domain and e-mail checks
 # share the unseen-value code of abnormal.unseen_categorical; neither data set has such columns).
 CHECKS = [
