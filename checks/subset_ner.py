@@ -1,8 +1,8 @@
 """Subset performance of named-entity recognition: span precision and recall per subset of a feature.
 
 Each row is a document with true spans (label column) and predicted spans (prediction column). Spans
-are matched under one SemEval criterion (`criterion`, default `strict`; see
-`driftline.checks.rubrics.matching`), and a subset's precision is sum(correct + partial/2) /
+are matched one to one (each span counted once) under one SemEval criterion (`criterion`, default
+`strict`; see `driftline.checks.rubrics.matching`), and a subset's precision is sum(correct + partial/2) /
 sum(actual) over its documents, recall the same over sum(possible). The standard error is the
 ratio estimator's: sqrt(sum((c_i - R a_i)^2)) / sum(a_i) over the subset's documents, with c_i the
 credited matches and a_i the denominator of document i. Subsets, the change against the same subset
@@ -21,6 +21,7 @@ import pandas as pd
 from driftline.checks.base import Metric
 from driftline.checks.columns import Columns
 from driftline.checks.registry import register
+from driftline.checks.rubrics.enums import MatchingMode
 from driftline.checks.rubrics.frames import parse_criteria, row_counts
 from driftline.checks.rubrics.matching import CORRECT, INCORRECT, MISSING, PARTIAL, SPURIOUS
 from driftline.checks.slicing import divide, group_sum
@@ -52,7 +53,7 @@ class NerSubsetCheck(SubsetCheck):
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:
         (criterion,) = parse_criteria([self.criterion], self.name)
-        counts = row_counts(frame, columns, (criterion,))
+        counts = row_counts(frame, columns, (criterion,), MatchingMode.one_to_one)
         c = counts.counts[criterion]
         credit = c[:, CORRECT] + 0.5 * c[:, PARTIAL]
         den = c[:, [CORRECT, INCORRECT, PARTIAL]].sum(axis=1) + c[:, list(self.denominator)].sum(axis=1)

@@ -5,7 +5,7 @@ Importing the package also registers its catalog checks (`rubric.*`, see `checks
 
 from driftline.checks.rubrics import checks as _checks  # noqa: F401  (registers the rubric.* checks)
 from driftline.checks.rubrics.classification import TopKAccuracy, top_k
-from driftline.checks.rubrics.enums import MatchCriterion, MatchResult
+from driftline.checks.rubrics.enums import MatchCriterion, MatchingMode, MatchResult
 from driftline.checks.rubrics.metrics import ExtendedPrecisionRecall
 from driftline.checks.rubrics.text import TextSpanMatches, match_spans
 
@@ -13,6 +13,7 @@ __all__ = [
     "ExtendedPrecisionRecall",
     "MatchCriterion",
     "MatchResult",
+    "MatchingMode",
     "TextSpanMatches",
     "TopKAccuracy",
     "match_spans",

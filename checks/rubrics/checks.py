@@ -21,6 +21,7 @@ from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 from driftline.checks.rubrics.classification import ranked_from_scores, top_k_hits
+from driftline.checks.rubrics.enums import parse_matching
 from driftline.checks.rubrics.frames import parse_criteria, row_counts
 from driftline.checks.rubrics.metrics import scores_from_counts
 
@@ -36,20 +37,27 @@ def _span_scores(counts: np.ndarray) -> dict[str, float]:
 
 @dataclass(kw_only=True)
 class _SpanCheck(Check):
-    """Shared parts of the span checks: criteria parameter and per-criterion summed counts."""
+    """Shared parts of the span checks: criteria and matching parameters, per-criterion summed counts.
+
+    `matching` is `overlap` (a count per overlapping pair, the audit-rubric definition) or `one_to_one`
+    (each span counted once, as nervaluate); see `driftline.checks.rubrics.matching`.
+    """
 
     family: ClassVar[str] = "rubric"
     needs: ClassVar[frozenset[str]] = frozenset({"label", "prediction"})
 
     criteria: list[str] | None = None
+    matching: str = "overlap"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         parse_criteria(self.criteria, self.name)
+        parse_matching(self.matching, self.name)
 
     def totals(self, frame: pd.DataFrame, columns: Columns) -> tuple[dict[str, dict[str, float]], int]:
         """Per criterion the summed scores of `frame`, and the number of rows used."""
-        counts = row_counts(frame, columns, parse_criteria(self.criteria, self.name))
+        criteria = parse_criteria(self.criteria, self.name)
+        counts = row_counts(frame, columns, criteria, parse_matching(self.matching, self.name))
         return {c.value: _span_scores(m.sum(axis=0)) for c, m in counts.counts.items()}, counts.rows
 
 

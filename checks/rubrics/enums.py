@@ -1,8 +1,10 @@
-"""The SemEval-2013 task 9.1 match criteria and the MUC-5 match results used by the span rubrics."""
+"""SemEval-2013 task 9.1 match criteria, MUC-5 match results and pairing modes of the span rubrics."""
 
 from __future__ import annotations
 
 from enum import StrEnum
+
+from driftline.checks.errors import CheckInputError
 
 
 class MatchCriterion(StrEnum):
@@ -25,7 +27,7 @@ class MatchResult(StrEnum):
 
     `correct` and `incorrect`: a prediction paired with an overlapping true span; `partial`: the pair
     overlaps without identical bounds (under `partial` only); `missing`: a true span paired with no
-    prediction; `spurious`: a prediction paired with no true span.
+    prediction; `spurious`: a prediction paired with no true span (see MatchingMode for "paired").
     """
 
     correct = "correct"
@@ -33,6 +35,27 @@ class MatchResult(StrEnum):
     partial = "partial"
     missing = "missing"
     spurious = "spurious"
+
+
+class MatchingMode(StrEnum):
+    """Which (prediction, truth) pairs are scored.
+
+    `overlap` (default, the audit-rubric definition): every overlapping pair is a row; spurious and
+    missing mean "overlaps nothing". `one_to_one` (nervaluate's counting): each span is paired at most
+    once, so every prediction counts once in `actual` and every true span once in `possible`.
+    """
+
+    overlap = "overlap"
+    one_to_one = "one_to_one"
+
+
+def parse_matching(value: str, owner: str) -> MatchingMode:
+    """A matching mode by name; an unknown name is an input error naming the valid ones."""
+    try:
+        return MatchingMode(value)
+    except ValueError:
+        valid = [m.value for m in MatchingMode]
+        raise CheckInputError(f"{owner}: matching must be one of {valid}, got {value!r}") from None
 
 
 CRITERIA: tuple[MatchCriterion, ...] = tuple(MatchCriterion)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
-from driftline.checks.rubrics.enums import MatchCriterion
+from driftline.checks.rubrics.enums import MatchCriterion, MatchingMode
 from driftline.checks.rubrics.matching import doc_counts, match_all
 from driftline.checks.rubrics.spans import FlatSpans, NotSpans, from_series
 
@@ -38,7 +38,9 @@ def read_spans(frame: pd.DataFrame, column: str | None, role: str) -> FlatSpans:
         raise NotApplicable(f"{exc}; span checks need lists of {{start, end, tag}} or JSON text") from None
 
 
-def row_counts(frame: pd.DataFrame, columns: Columns, criteria: tuple[MatchCriterion, ...]) -> RowCounts:
+def row_counts(
+    frame: pd.DataFrame, columns: Columns, criteria: tuple[MatchCriterion, ...], mode: MatchingMode
+) -> RowCounts:
     """Match the predicted spans (prediction role) with the true spans (label role) of every row."""
     truth = read_spans(frame, columns.label, "label")
     pred = read_spans(frame, columns.prediction, "prediction")
@@ -49,7 +51,7 @@ def row_counts(frame: pd.DataFrame, columns: Columns, criteria: tuple[MatchCrite
         )
     rows = np.flatnonzero(mask)
     pred, truth = pred.select(rows), truth.select(rows)
-    matchings = match_all(pred, truth, criteria)
+    matchings = match_all(pred, truth, criteria, mode)
     return RowCounts(mask, {c: doc_counts(m, pred, truth) for c, m in matchings.items()})
 
 

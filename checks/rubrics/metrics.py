@@ -2,8 +2,8 @@
 
 With C correct, I incorrect, P partial, M missing and S spurious:
 
-    possible  = C + I + P + M         (the true spans)
-    actual    = C + I + P + S         (the predictions)
+    possible  = C + I + P + M         (the true spans, under one_to_one matching)
+    actual    = C + I + P + S         (the predictions, under one_to_one matching)
     precision = (C + P / 2) / actual
     recall    = (C + P / 2) / possible
     f1        = 2 precision recall / (precision + recall)
@@ -12,7 +12,8 @@ The half credit for partial matches is the SemEval rule for the `partial` and `t
 `exact` and `strict` P is always 0 and under `type` it is also 0 (a type match is correct or
 incorrect), so the formula is the same for every criterion. A zero denominator gives `zero_division`
 (0.0 by default, which is what nervaluate reports; f1 is then 0 as well): nothing predicted gives
-precision 0, nothing true gives recall 0, and both empty give 0, 0, 0.
+precision 0, nothing true gives recall 0, and both empty give 0, 0, 0. Under the default overlap
+matching the counts are of overlapping pairs, so a span that overlaps two others counts twice.
 """
 
 from __future__ import annotations

@@ -21,6 +21,12 @@ MATCH_SCHEMA = pa.schema(
 )
 
 
+def _rank(doc: np.ndarray, per_doc: np.ndarray) -> np.ndarray:
+    """Position of each item inside its document, for items sorted by document."""
+    first = np.concatenate(([0], np.cumsum(per_doc)[:-1]))
+    return np.arange(len(doc)) - first[doc]
+
+
 def match_batch(
     matchings: dict[MatchCriterion, Matching],
     pred: FlatSpans,
@@ -28,20 +34,20 @@ def match_batch(
     index: np.ndarray,
     replication: pa.Array | None = None,
 ) -> pa.RecordBatch:
-    """One record per prediction and per unpaired true span, for every criterion, as a RecordBatch.
+    """The match records of every criterion as a RecordBatch.
 
-    Rows are ordered by document, then criterion (exact, partial, strict, type), then the document's
-    predictions in span order, then its missing true spans. `index` and `replication` give each
+    Rows are ordered by document, then criterion (exact, partial, strict, type), then the rows naming
+    a prediction in prediction order, then the missing true spans. `index` and `replication` give each
     document's `_index_` and `_replication_` (documents are positions 0..n_docs-1).
     """
     p_local = pred.local_index().astype(np.int32)
     t_local = truth.local_index().astype(np.int32)
     used = [(code, matchings[c]) for code, c in enumerate(CRITERIA) if c in matchings]
     n_docs, n_crit = pred.n_docs, len(used)
-    p_count = pred.counts()
-    missing = [~m.truth_paired for _, m in used]
-    m_count = np.stack([np.bincount(truth.doc[miss], minlength=n_docs) for miss in missing], axis=1)
-    sizes = (p_count[:, None] + m_count).ravel()  # rows of (doc, criterion), doc-major
+    row_doc = [pred.doc[m.pred] for _, m in used]
+    r_count = np.stack([np.bincount(d, minlength=n_docs) for d in row_doc], axis=1)
+    m_count = np.stack([np.bincount(truth.doc[m.missing], minlength=n_docs) for _, m in used], axis=1)
+    sizes = (r_count + m_count).ravel()  # rows of (doc, criterion), doc-major
     offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     total = int(sizes.sum())
     doc = np.empty(total, dtype=np.int64)
@@ -49,16 +55,14 @@ def match_batch(
     p_idx = np.full(total, -1, dtype=np.int32)
     t_idx = np.full(total, -1, dtype=np.int32)
     result = np.empty(total, dtype=np.int8)
-    for k, ((code, m), miss) in enumerate(zip(used, missing, strict=True)):
-        at = offsets[pred.doc * n_crit + k] + p_local
-        doc[at], crit[at], p_idx[at], result[at] = pred.doc, code, p_local, m.pred_result
-        paired = m.pred_truth >= 0
-        t_idx[at[paired]] = t_local[m.pred_truth[paired]]
-        m_doc = truth.doc[miss]
-        first = np.concatenate(([0], np.cumsum(m_count[:, k])[:-1]))
-        rank = np.arange(len(m_doc)) - first[m_doc]
-        at = offsets[m_doc * n_crit + k] + p_count[m_doc] + rank
-        doc[at], crit[at], t_idx[at], result[at] = m_doc, code, t_local[miss], MISSING
+    for k, ((code, m), d) in enumerate(zip(used, row_doc, strict=True)):
+        at = offsets[d * n_crit + k] + _rank(d, r_count[:, k])
+        doc[at], crit[at], p_idx[at], result[at] = d, code, p_local[m.pred], m.result
+        paired = m.truth >= 0
+        t_idx[at[paired]] = t_local[m.truth[paired]]
+        m_doc = truth.doc[m.missing]
+        at = offsets[m_doc * n_crit + k] + r_count[m_doc, k] + _rank(m_doc, m_count[:, k])
+        doc[at], crit[at], t_idx[at], result[at] = m_doc, code, t_local[m.missing], MISSING
     names = pa.array([c.value for c in CRITERIA], pa.string())
     columns = [
         pa.array(np.asarray(index, dtype=np.int64)[doc], pa.int64()),

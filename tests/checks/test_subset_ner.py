@@ -95,7 +95,11 @@ def test_text_span_matches_grades_the_f1_drop_against_the_reference() -> None:
     results = {
         r.target: r
         for r in run_check(
-            registry.create("rubric.text_span_matches"), frame, COLUMNS, reference=reference, strict=True
+            registry.create("rubric.text_span_matches", {"matching": "one_to_one"}),
+            frame,
+            COLUMNS,
+            reference=reference,
+            strict=True,
         )
     }
     expected = nervaluate_counts(list(frame["pred"]), list(frame["truth"]))
