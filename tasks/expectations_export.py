@@ -141,7 +141,8 @@ def build_suite(
             )
     skipped = {}
     if columns.categorical:
-        for column, vocabulary in _targets(UnseenCategorical(), reference, columns, fit).items():
+        for column, profile in _targets(UnseenCategorical(), reference, columns, fit).items():
+            vocabulary = profile["values"]
             filled = int(reference[column].notna().sum())
             if len(vocabulary) > MAX_CATEGORIES or len(vocabulary) > MAX_DISTINCT_SHARE * filled:
                 skipped[column] = (
