@@ -9,11 +9,11 @@ Slack bot token or incoming-webhook URL.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from driftline.tasks.history.db import ENV_VAR
-from driftline.tasks.spec import MonitorSpec
+if TYPE_CHECKING:
+    from driftline.tasks.spec import MonitorSpec
 
 DB_CONN_ID = "driftline_db"
 SLACK_CONN_ID = "driftline_slack"
@@ -66,6 +66,8 @@ def resolve_store_url(spec: MonitorSpec, store_url: str | None, conn_id: str | N
     """The history database URL to put in the spec: the operator's `store_url`, else the spec's, else
     None when $DRIFTLINE_DATABASE_URL is set (the core reads it), else the connection's, else None
     (the core's default)."""
+    from driftline.tasks.history.db import ENV_VAR
+
     if store_url:
         return store_url
     if spec.store_url or os.environ.get(ENV_VAR):

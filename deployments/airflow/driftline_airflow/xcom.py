@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from driftline.tasks.pipeline import RunSummary
+if TYPE_CHECKING:
+    from driftline.tasks.pipeline import RunSummary
 
 # How many failing checks the monitor's XCom (and the retraining conf) lists, worst first.
 MAX_FAILING = 20

@@ -1,4 +1,5 @@
-"""The provider's environment: no Prefect anywhere, and Airflow finds the provider by its entry point."""
+"""The provider's environment: no Prefect anywhere, DAG files that parse without the core's heavy
+imports, and Airflow finds the provider by its entry point."""
 
 from __future__ import annotations
 
@@ -29,6 +30,42 @@ def test_importing_driftline_and_the_provider_never_imports_prefect() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+# What a DAG file using the provider must not load while it is parsed: the operators import these
+# inside `execute`, so the dag-processor stays light (Airflow's own imports may include SQLAlchemy).
+HEAVY = ("pandas", "numpy", "scipy", "pyarrow", "sqlalchemy", "alembic", "slack_sdk", "sklearn", "driftline")
+AIRFLOW_IMPORTS = (
+    "import airflow.sdk, airflow.providers.standard.operators.empty,"
+    " airflow.providers.standard.operators.trigger_dagrun"
+)
+
+
+def heavy_modules(code: str) -> list[str]:
+    """The top-level packages of HEAVY loaded after running `code` in a fresh interpreter."""
+    probe = code + "\nimport sys, json; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    return [name for name in HEAVY if name in loaded]
+
+
+def test_operators_and_example_dag_import_nothing_heavy() -> None:
+    airflows_own = heavy_modules(AIRFLOW_IMPORTS)
+    assert "pandas" not in airflows_own and "driftline" not in airflows_own
+    for module in (
+        "driftline_airflow.operators",
+        "driftline_airflow.get_provider_info",
+        "driftline_airflow.example_dags.driftline_monitor",
+    ):
+        assert heavy_modules(f"{AIRFLOW_IMPORTS}; import {module}") == airflows_own, module
+
+
+def test_fail_on_scale_is_the_cores() -> None:
+    from driftline.checks.result import SEVERITIES
+    from driftline_airflow.operators import monitor
+
+    assert monitor.SEVERITIES == SEVERITIES
 
 
 def test_provider_info_through_the_entry_point_matches_airflows_schema() -> None:

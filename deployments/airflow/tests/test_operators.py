@@ -148,7 +148,7 @@ def test_backfill_runs_store_results_without_alerts(project: Path) -> None:
 def test_templated_fields() -> None:
     assert set(DriftlineMonitorOperator.template_fields) == {"spec_path", "batch_id", "store_url"}
     assert (
-        DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id == "{{ data_interval_end | ds }}"
+        DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id == "{{ data_interval_start | ds }}"
     )
     assert {"check", "reference", "current", "check_params"} <= set(DriftlineCheckOperator.template_fields)
 

@@ -1,10 +1,18 @@
 """Monitor the census employment classifier once per half-year data interval; when the model fails,
 trigger the retraining DAG with the monitor, the batch and the failing checks as its conf.
 
-Batches are named after the month their interval starts (`2016-06`, `2016-12`, ...), which is how the
-demo writes them. A backfill (`airflow backfill create --dag-id driftline_acs_monitor --from-date
-2016-06-01 --to-date 2018-12-01`) runs one monitor run per interval, oldest first; the history store
-keeps one copy per batch however often an interval runs.
+A data interval monitors the batch named after the month it starts: [2018-06-01, 2018-12-01) is batch
+`2018-06`, the way the demo writes its batches. (Airflow names the run after the interval's end,
+`backfill__2018-12-01T00:00:00+00:00`; the retraining run it triggers is `driftline__2018-06`.)
+A backfill runs one interval at a time, oldest first, when given `--max-active-runs 1` (a backfill
+has its own limit, 10 by default, and ignores the DAG's `max_active_runs`):
+
+    airflow backfill create --dag-id driftline_acs_monitor --from-date 2016-06-01 --to-date 2018-12-01 \\
+        --max-active-runs 1
+
+Both DAGs are unpaused on creation: a backfill of a paused DAG, or a retraining run triggered on a
+paused DAG, stays queued without a word. The history store keeps one copy per batch however often an
+interval runs.
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ with DAG(
     end_date=datetime(2019, 6, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,  # intervals in order: incidents open, escalate and resolve batch after batch
+    # No scheduled run is due (catchup is off and the demo's intervals are past): unpaused, the DAG
+    # only runs what a backfill or a user asks for, without a separate `airflow dags unpause`.
+    is_paused_upon_creation=False,
     tags=["driftline", "example"],
 ) as dag:
 
@@ -83,6 +94,7 @@ with DAG(
     schedule=None,
     start_date=datetime(2016, 6, 1, tzinfo=UTC),
     catchup=False,
+    is_paused_upon_creation=False,  # paused, a triggered retraining run would wait unnoticed
     tags=["driftline", "example"],
 ) as retrain_dag:
 

@@ -15,11 +15,15 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from driftline.checks.result import SEVERITIES
 from driftline_airflow.connections import DB_CONN_ID, SLACK_CONN_ID, resolve_store_url, with_slack_connection
 from driftline_airflow.xcom import failing_checks, severity_counts, strict_json
 
 XCOM_RETURN_KEY = "return_value"
+# The core's severity scale (`driftline.checks.result.SEVERITIES`, a test keeps them equal), named here
+# so that checking `fail_on` while a DAG file is parsed does not import the core and its pandas.
+SEVERITIES = ("none", "low", "medium", "high")
+# The batch a data interval covers is named after the day the interval starts.
+DEFAULT_BATCH_ID = "{{ data_interval_start | ds }}"
 
 
 def run_type(context: Any) -> str:
@@ -44,8 +48,8 @@ class DriftlineMonitorOperator(BaseOperator):
     """Run the driftline monitor of `spec_path` over batch `batch_id` and push its summary to XCom.
 
     :param spec_path: the monitor spec (YAML). Templated.
-    :param batch_id: the batch to evaluate; default the day the data interval ends. Empty: the newest
-        batch. Templated.
+    :param batch_id: the batch to evaluate; default the day the data interval starts (the interval
+        [2024-05-01, 2024-05-02) monitors batch `2024-05-01`). Empty: the newest batch. Templated.
     :param fail_on: the severity at which the task fails (`none` never fails); default the spec's
         `fail_on`. The stored run keeps the spec's verdict either way.
     :param alerts: process alerts (incidents, Slack or console) for this run.
@@ -66,7 +70,7 @@ class DriftlineMonitorOperator(BaseOperator):
         self,
         *,
         spec_path: str,
-        batch_id: str | None = "{{ data_interval_end | ds }}",
+        batch_id: str | None = DEFAULT_BATCH_ID,
         fail_on: str | None = None,
         alerts: bool = True,
         retrain: bool = True,
