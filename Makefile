@@ -25,9 +25,10 @@ test: $(BIN)/driftline
 	$(BIN)/python -m pytest -q
 	bash deployments/airflow/run-tests.sh -q
 
-# The fast loop: everything but the end-to-end tests (wheel, Prefect servers, browser, Airflow).
+# The fast loop: everything but the end-to-end tests (wheel, servers, clusters, browser, Airflow),
+# on every core.
 test-quick: $(BIN)/driftline
-	$(BIN)/python -m pytest -q -m "not e2e"
+	$(BIN)/python -m pytest -q -m "not e2e" -n auto
 
 lint: $(BIN)/driftline
 	$(BIN)/ruff check .

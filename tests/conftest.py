@@ -25,15 +25,28 @@ def pytest_configure(config: pytest.Config) -> None:
         import prefect.main  # noqa: F401  (sets Prefect's logging up on import)
 
 
-# End-to-end tests: a built wheel in a fresh venv, real Prefect servers, a browser.
-END_TO_END_PATHS = ("tests/deploy/", "tests/packaging/", "tests/report/test_browser.py")
+# End-to-end tests: a built wheel in a fresh venv, real Prefect servers and Dask clusters, a browser,
+# and the fault tests that run whole CLI processes against servers and kill them.
+END_TO_END_PATHS = (
+    "tests/deploy/",
+    "tests/packaging/",
+    "tests/report/test_browser.py",
+    "tests/faults/test_runs_twice.py",
+    "tests/faults/test_old_batch_incidents.py",
+    "tests/faults/test_slack_faults.py",
+    "tests/faults/test_process_killed.py",
+    "tests/faults/test_spool_targets.py",
+    "tests/scale/test_dask_flow.py",
+    "tests/scale/test_partition_work.py",
+)
+END_TO_END_FIXTURES = frozenset({"prefect_server", "prefect_api"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the end-to-end tests `e2e`, so that `make test-quick` can leave them out."""
     for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        if item.nodeid.startswith(END_TO_END_PATHS) or "prefect_server" in fixtures:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.nodeid.startswith(END_TO_END_PATHS) or fixtures & END_TO_END_FIXTURES:
             item.add_marker(pytest.mark.e2e)
 
 

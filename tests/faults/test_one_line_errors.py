@@ -68,7 +68,7 @@ CSV_TEXT = "age{sep}city{sep}score\n31{sep}Lyon{sep}0.25\n45{sep}Köln{sep}0.75\
         ("bom_comma.csv", codecs.BOM_UTF8 + CSV_TEXT.format(sep=",").encode()),
         ("excel_unicode.txt", CSV_TEXT.format(sep="\t").encode("utf-16")),
         ("pipe.csv", CSV_TEXT.format(sep="|").encode()),
-        ("semicolon.csv.gz", gzip.compress(CSV_TEXT.format(sep=";").encode())),
+        ("semicolon.csv.gz", gzip.compress(CSV_TEXT.format(sep=";").encode(), mtime=0)),
     ],
 )
 def test_a_csv_is_read_with_its_own_separator_and_encoding(tmp_path: Path, name: str, data: bytes) -> None:
