@@ -19,6 +19,16 @@ from driftline.checks.result import SEVERITIES, CheckResult
 _GX_LOCK = threading.Lock()
 
 
+def require_great_expectations() -> None:
+    """A batch is not validated without Great Expectations: the check is skipped, naming the install."""
+    try:
+        import great_expectations  # noqa: F401
+    except ImportError:
+        raise NotApplicable(
+            "needs Great Expectations, which is not installed: pip install 'driftline[expectations]'"
+        ) from None
+
+
 def _class_name(expectation_type: str) -> str:
     return "".join(part.capitalize() for part in expectation_type.split("_"))
 
@@ -87,6 +97,7 @@ class ExpectationSuiteCheck(Check):
     def evaluate(self, current: pd.DataFrame, profile: None, columns: Columns) -> list[CheckResult]:
         if not self.expectations:
             raise NotApplicable("no expectations configured (parameter `expectations`)")
+        require_great_expectations()
         outcome = _validate(current, self.expectations)
         results = []
         for item in outcome.results:

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from prefect import get_run_logger
+from prefect.states import State
 
-from prefect import flow, get_run_logger
-
-from driftline.flows.monitor import CHECK_RUNNER
-from driftline.flows.prefect_driver import PrefectDriver
+from driftline.flows.monitor import CHECK_RUNNER, verdict_flow
+from driftline.flows.prefect_driver import PrefectDriver, verdict_state
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.retrain import RETRAIN_ALWAYS
 from driftline.tasks.spec import load_spec, past_batch_ids
 
 
-@flow(name="driftline-backfill", task_runner=CHECK_RUNNER)
+@verdict_flow(name="driftline-backfill", task_runner=CHECK_RUNNER)
 def backfill(
-    spec_path: str, batch_ids: list[str] | None = None, alerts: bool = False, retrain: bool = False
-) -> list[dict[str, Any]]:
+    spec_path: str,
+    batch_ids: list[str] | None = None,
+    alerts: bool = False,
+    retrain: bool = False,
+    fail_flow_run: bool = True,
+) -> State:
     """Evaluate `batch_ids` (default: every batch file, oldest first) with one shared profile cache.
 
     History is written for every batch; alerts and retraining are off unless asked for, since the
-    batches are past ones.
+    batches are past ones (`retrain` then retrains every failing batch, older ones included). The
+    run ends `Failed` when a batch reached `fail_on`, unless `fail_flow_run` is off.
     """
     spec = load_spec(spec_path)
     batch_ids = past_batch_ids(spec, batch_ids)
@@ -29,8 +34,9 @@ def backfill(
     summaries = []
     for i, batch_id in enumerate(batch_ids, 1):
         logger.info("batch %d/%d: %s", i, len(batch_ids), batch_id)
-        summary = run_monitor(
-            spec, batch_id, driver=PrefectDriver(), cache=cache, alerts=alerts, retrain=retrain
-        )
+        driver = PrefectDriver(spec)
+        retraining = RETRAIN_ALWAYS if retrain else False
+        summary = run_monitor(spec, batch_id, driver=driver, cache=cache, alerts=alerts, retrain=retraining)
         summaries.append(summary.to_dict())
-    return summaries
+        driver.report(spec, summaries[-1])
+    return verdict_state(summaries, spec.fail_on, fail_flow_run, summaries)

@@ -291,7 +291,7 @@ class BatchRunner:
     def __exit__(self, *exc_info: object) -> None:
         self._stack.close()
 
-    def run(self, batch: str | None, **flags: bool) -> dict[str, Any]:
+    def run(self, batch: str | None, **flags: Any) -> dict[str, Any]:
         """One batch; bad input exits 2, an unexpected failure exits 3 (never 1, which means drift)."""
         from driftline.tasks.model import ModelError
         from driftline.tasks.partitioned import run_partitioned
@@ -361,7 +361,13 @@ def backfill(
     alerts: Annotated[
         bool, typer.Option("--alerts/--no-alerts", help="Alert on these past batches.")
     ] = False,
-    retrain: Annotated[bool, typer.Option("--retrain/--no-retrain", help="Trigger retraining.")] = False,
+    retrain: Annotated[
+        bool,
+        typer.Option(
+            "--retrain/--no-retrain",
+            help="Retrain every failing batch, also one older than the newest stored batch.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
     engine: EngineOption = Engine.auto,
@@ -370,6 +376,7 @@ def backfill(
 ) -> None:
     """Run a monitor over past batches, oldest first, printing each as it finishes; exit 1 if any failed."""
     json_mode(as_json)
+    from driftline.tasks.retrain import RETRAIN_ALWAYS
     from driftline.tasks.sources import SourceError
     from driftline.tasks.spec import SpecError, past_batch_ids
 
@@ -382,7 +389,7 @@ def backfill(
     with BatchRunner(spec_path, spec, engine, partitioned, dask_address) as runner:
         for i, batch_id in enumerate(batch_ids, 1):
             errors.print(f"[{i}/{len(batch_ids)}] batch {batch_id}", highlight=False)
-            summary = runner.run(batch_id, alerts=alerts, retrain=retrain)
+            summary = runner.run(batch_id, alerts=alerts, retrain=RETRAIN_ALWAYS if retrain else False)
             summaries.append(summary)
             if not as_json:
                 print_summary(console, summary, show_ok=not quiet)

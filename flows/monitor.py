@@ -1,29 +1,68 @@
-"""The monitor as a Prefect flow: the orchestrator-free core run by the Prefect driver."""
+"""The monitor as a Prefect flow: the orchestrator-free core run by the Prefect driver.
+
+A run whose batch reaches the spec's `fail_on` ends `Failed`, its message naming the worst severity
+and the failing checks (pass `fail_flow_run=False` to keep it `Completed`); calling the flow from
+Python returns the run summary either way.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import Flow
+from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from driftline.flows.prefect_driver import PrefectDriver
+from driftline.flows.prefect_driver import ModelFailed, PrefectDriver, verdict_state
 from driftline.tasks.pipeline import run_monitor
+from driftline.tasks.retrain import Retraining
 from driftline.tasks.spec import MonitorSpec, load_spec
 
 # Each check task waits on its own worker process (process isolation), so threads suffice here.
 CHECK_RUNNER = ThreadPoolTaskRunner(max_workers=4)
 
 
-@flow(name="driftline-monitor", task_runner=CHECK_RUNNER)
+def summary_of(state: State) -> Any:
+    """What a monitor flow run returned, whatever its verdict; an exception it raised is raised here."""
+    value = state.result(raise_on_failure=False)
+    if isinstance(value, ModelFailed):
+        return value.returned
+    if isinstance(value, BaseException):
+        raise value
+    return value
+
+
+class VerdictFlow(Flow):
+    """A flow whose run state carries the model's verdict while a Python call returns its summary:
+    `Failed` is the verdict on the model, not an exception for the caller (`return_state=True` gives
+    the state). `with_options` gives a plain `Flow`: unwrap its state with `summary_of`."""
+
+    def __call__(self, *args: Any, return_state: bool = False, wait_for: Any = None, **kwargs: Any) -> Any:
+        state = super().__call__(*args, return_state=True, wait_for=wait_for, **kwargs)
+        return state if return_state else summary_of(state)
+
+
+def verdict_flow(**options: Any) -> Callable[[Callable[..., Any]], VerdictFlow]:
+    """`@flow` for monitor flows (logging prints, so console alerts reach the run's logs)."""
+    return lambda fn: VerdictFlow(fn, log_prints=True, **options)
+
+
+@verdict_flow(name="driftline-monitor", task_runner=CHECK_RUNNER)
 def monitor(
-    spec_path: str, batch_id: str | None = None, alerts: bool = True, retrain: bool = True
-) -> dict[str, Any]:
+    spec_path: str,
+    batch_id: str | None = None,
+    alerts: bool = True,
+    retrain: Retraining = True,
+    fail_flow_run: bool = True,
+) -> State:
     """Run the monitor described by the spec file over one batch (the newest when `batch_id` is empty)."""
     spec = load_spec(spec_path)
-    summary = run_monitor(spec, batch_id, driver=PrefectDriver(), alerts=alerts, retrain=retrain)
-    return summary.to_dict()
+    driver = PrefectDriver(spec)
+    summary = run_monitor(spec, batch_id, driver=driver, alerts=alerts, retrain=retrain).to_dict()
+    driver.report(spec, summary)
+    return verdict_state([summary], spec.fail_on, fail_flow_run, summary)
 
 
 def monitor_deployment(spec: MonitorSpec, spec_path: Path) -> Any:

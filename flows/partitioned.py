@@ -11,12 +11,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from prefect import flow, task
+from prefect import task
 from prefect.futures import PrefectFuture
+from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from driftline.flows.prefect_driver import IN_MEMORY, PrefectDriver
+from driftline.flows.monitor import summary_of, verdict_flow
+from driftline.flows.prefect_driver import IN_MEMORY, PrefectDriver, verdict_state
 from driftline.tasks.partitioned import Partition, PartitionWork, run_partitioned
+from driftline.tasks.retrain import Retraining
 from driftline.tasks.spec import load_spec
 
 # Dask worker memory cap of `dask_runner`'s local cluster: a partition and its states fit well within it.
@@ -56,16 +59,23 @@ def prefect_mapper(
         yield future.result()
 
 
-@flow(name="driftline-partitioned", task_runner=ThreadPoolTaskRunner(max_workers=2))
+@verdict_flow(name="driftline-partitioned", task_runner=ThreadPoolTaskRunner(max_workers=2))
 def partitioned_monitor(
-    spec_path: str, batch_id: str | None = None, alerts: bool = True, retrain: bool = True
-) -> dict[str, Any]:
-    """Run the monitor over one partitioned batch (the newest when `batch_id` is empty)."""
+    spec_path: str,
+    batch_id: str | None = None,
+    alerts: bool = True,
+    retrain: Retraining = True,
+    fail_flow_run: bool = True,
+) -> State:
+    """Run the monitor over one partitioned batch (the newest when `batch_id` is empty); the run ends
+    `Failed` when the batch reaches `fail_on`, unless `fail_flow_run` is off."""
     spec = load_spec(spec_path)
+    driver = PrefectDriver(spec)
     summary = run_partitioned(
-        spec, batch_id, driver=PrefectDriver(), mapper=prefect_mapper, alerts=alerts, retrain=retrain
-    )
-    return summary.to_dict()
+        spec, batch_id, driver=driver, mapper=prefect_mapper, alerts=alerts, retrain=retrain
+    ).to_dict()
+    driver.report(spec, summary)
+    return verdict_state([summary], spec.fail_on, fail_flow_run, summary)
 
 
 def dask_runner(address: str | None = None, n_workers: int = 2, memory_limit: str = WORKER_MEMORY) -> Any:
@@ -91,8 +101,10 @@ def run_on_dask(
     address: str | None = None,
     n_workers: int = 2,
     alerts: bool = True,
-    retrain: bool = True,
+    retrain: Retraining = True,
 ) -> dict[str, Any]:
-    """The partitioned flow with its partition tasks on a Dask cluster (see `dask_runner`)."""
+    """The partitioned flow with its partition tasks on a Dask cluster (see `dask_runner`); its
+    summary, whatever the verdict."""
     runner = dask_runner(address, n_workers)
-    return partitioned_monitor.with_options(task_runner=runner)(spec_path, batch_id, alerts, retrain)
+    on_dask = partitioned_monitor.with_options(task_runner=runner)
+    return summary_of(on_dask(spec_path, batch_id, alerts, retrain, return_state=True))

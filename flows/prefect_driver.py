@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import TaskRun
+from prefect.context import TaskRunContext
 from prefect.futures import wait
 from prefect.runtime import flow_run
+from prefect.states import Completed, Failed, State
 
+from driftline.checks.result import severity_rank, worst_severity
 from driftline.flows.report import publish_artifacts
 from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.retrain import FAILED_EVENT, RetrainRequest, trigger_plain
-from driftline.tasks.spec import MonitorSpec
+from driftline.tasks.spec import MonitorSpec, severity_at_least
 from driftline.tasks.steps import IO_RETRIES, is_transient
 
 T = TypeVar("T")
@@ -35,10 +40,47 @@ def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
 IN_MEMORY = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
+@dataclass
+class CheckRun:
+    """One check task's results and its task run (whose state is renamed once the run is graded)."""
+
+    results: list[dict[str, Any]]
+    task_run: TaskRun | None
+
+
+def check_state(label: str, results: list[dict[str, Any]], logger: Any) -> State:
+    """The check task's final state: each `error` result an ERROR line of the flow run's log, and
+    `Failed` when the check produced nothing but errors."""
+    errors = [r for r in results if r["status"] == "error"]
+    for result in errors:
+        logger.error("check %s errored on %s: %s", label, result["target"], result["reason"])
+    outcome = CheckRun(results, TaskRunContext.get().task_run)
+    if errors and len(errors) == len(results):
+        return Failed(message=f"{label}: {errors[0]['reason']}", data=outcome)
+    return Completed(data=outcome)
+
+
 @task(name="check", **IN_MEMORY)
-def run_check_job(job: CheckJob) -> list[dict[str, Any]]:
+def run_check_job(job: CheckJob) -> State:
     """One check of the run (in its own worker process under process isolation)."""
-    return job.run()
+    return check_state(job.label, job.run(), get_run_logger())
+
+
+def severity_state_name(severity: str) -> str:
+    """The state name of a check task whose graded result reached the alert level."""
+    return f"{severity.capitalize()} severity"
+
+
+def rename_state(task_run: TaskRun, name: str) -> None:
+    """Give a finished task run a `Completed` state called `name`, the way the task engine reports
+    states (an event the server records when it is newer than the run's current state)."""
+    from prefect.utilities.engine import emit_task_run_state_change_event
+
+    previous = task_run.state
+    renamed = Completed(name=name, message=previous.message if previous else None)
+    renamed.state_details.task_run_id, renamed.state_details.flow_run_id = task_run.id, task_run.flow_run_id
+    task_run.state, task_run.state_id, task_run.state_name = renamed, renamed.id, name
+    emit_task_run_state_change_event(task_run=task_run, initial_state=previous, validated_state=renamed)
 
 
 def monitor_resource(monitor: str) -> dict[str, str]:
@@ -82,6 +124,10 @@ class PrefectDriver(Driver):
 
     name = "prefect"
 
+    def __init__(self, spec: MonitorSpec | None = None) -> None:
+        self.spec = spec
+        self.check_runs: list[CheckRun] = []
+
     @property
     def logger(self) -> Any:
         return get_run_logger()
@@ -112,13 +158,28 @@ class PrefectDriver(Driver):
         parallelism. A task that crashes becomes the check's `error` result."""
         futures = [run_check_job.with_options(task_run_name=job.label).submit(job) for job in jobs]
         wait(futures)
-        outcomes = []
+        self.check_runs = []
         for future, job in zip(futures, jobs, strict=True):
-            try:
-                outcomes.append(future.result())
-            except Exception as exc:
-                outcomes.append(job.failed(exc))
-        return outcomes
+            outcome = future.result(raise_on_failure=False)
+            if isinstance(outcome, BaseException):
+                self.logger.error("check %s crashed: %s: %s", job.label, type(outcome).__name__, outcome)
+                outcome = CheckRun(job.failed(outcome), None)
+            self.check_runs.append(outcome)
+        return [run.results for run in self.check_runs]
+
+    def name_check_states(self, results: list[dict[str, Any]], min_severity: str) -> None:
+        """Name each check task's state after the worst graded severity of its results, when that
+        reaches `min_severity` ("High severity"): the verdict of every check readable in the UI.
+
+        Results are graded over the whole run only after every check task finished, hence a renamed
+        state rather than the task's first one.
+        """
+        graded = {(r["check"], r["target"]): r["severity"] for r in results if r["status"] == "ok"}
+        for run in self.check_runs:
+            keys = {(r["check"], r["target"]) for r in run.results}
+            worst = worst_severity(graded.get(key, "none") for key in keys)
+            if run.task_run is not None and severity_at_least(worst, min_severity):
+                rename_state(run.task_run, severity_state_name(worst))
 
     def secret(self, block: str) -> str | None:
         from prefect.blocks.system import Secret
@@ -148,4 +209,59 @@ class PrefectDriver(Driver):
         return outcome
 
     def publish(self, summary: dict[str, Any], figures: list[Path]) -> None:
-        publish_artifacts(summary, figures)
+        slack = self.spec.alerts.slack if self.spec else None
+        report_url = slack.format_report_url(summary["monitor"], summary["batch_id"]) if slack else None
+        publish_artifacts(summary, figures, report_url)
+
+    def report(self, spec: MonitorSpec, summary: dict[str, Any]) -> None:
+        """After the run: the check tasks' states named by severity and the alert summary logged."""
+        self.name_check_states(summary["results"], spec.alerts.min_severity)
+        self.logger.info(alert_summary(summary["alerts"]))
+
+
+def alert_summary(alerts: dict[str, Any]) -> str:
+    """One log line saying what the alert step of a run did."""
+    if "changes" not in alerts:
+        return f"alerts: {alerts.get('skipped') or alerts.get('error') or 'none'}"
+    changes = [f"{c['kind']} {c['check']}[{c['target']}] {c['severity']}" for c in alerts["changes"]]
+    counts = ", ".join(f"{alerts[k]} {k}" for k in ("queued", "delivered", "failed", "pending", "muted"))
+    line = f"alerts to {', '.join(alerts['destinations']) or 'nowhere'}: {len(changes)} incident change(s)"
+    line += f" ({'; '.join(changes)})" if changes else ""
+    return f"{line}; {counts}" + "".join(f"; {reason}" for reason in alerts["reasons"])
+
+
+# Failing checks named in a failed flow run's message.
+NAMED_CHECKS = 10
+
+
+def failure_message(summary: dict[str, Any], fail_on: str) -> str:
+    """Why a batch failed: its worst severity and the checks at or above `fail_on`, worst first."""
+    results = summary["results"]
+    hits = [r for r in results if r["status"] == "ok" and severity_at_least(r["severity"], fail_on)]
+    hits.sort(key=lambda r: -severity_rank(r["severity"]))
+    named = [f"{r['check']}[{r['target']}] {r['severity']}" for r in hits[:NAMED_CHECKS]]
+    more = f" and {len(hits) - NAMED_CHECKS} more" if len(hits) > NAMED_CHECKS else ""
+    return (
+        f"{summary['monitor']} batch {summary['batch_id']}: worst severity {summary['worst_severity']} "
+        f"(fail_on {fail_on}); failing checks: {', '.join(named)}{more}"
+    )
+
+
+class ModelFailed(Exception):
+    """The verdict of a flow run whose batch reached `fail_on`; it carries what the flow returned."""
+
+    def __init__(self, message: str, returned: Any = None) -> None:
+        super().__init__(message)
+        self.returned = returned
+
+
+def verdict_state(summaries: list[dict[str, Any]], fail_on: str, fail_flow_run: bool, data: Any) -> State:
+    """The flow run's final state, holding `data`: `Failed` (by `ModelFailed`) when a batch reached
+    `fail_on`, as the CLI exits 1; `Completed` with the same message when `fail_flow_run` is off."""
+    failed = [failure_message(s, fail_on) for s in summaries if s["status"] == "failed"]
+    if not failed:
+        return Completed(data=data)
+    message = failed[0] if len(failed) == 1 else f"{len(failed)} batches failed: " + " | ".join(failed)
+    if not fail_flow_run:
+        return Completed(message=message, data=data)
+    return Failed(message=message, data=ModelFailed(message, data))

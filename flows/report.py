@@ -1,5 +1,5 @@
-"""The run report in Prefect: a table artifact of every result, a link artifact to the HTML report and a
-markdown artifact per figure."""
+"""The run report in Prefect: a table artifact of every result, a link artifact to the served HTML
+report and a markdown artifact per figure."""
 
 from __future__ import annotations
 
@@ -8,28 +8,41 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from driftline.checks.result import severity_rank
 from driftline.tasks.attribution_plots import figure_name
 from driftline.tasks.result_rows import result_rows
 
 
-def publish_artifacts(summary: Mapping[str, Any], figures: list[Path]) -> None:
-    """Create the run's artifacts: the results table, a link to the HTML report, a markdown artifact
-    per figure."""
+def by_severity(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Worst first: severities high to none, then errors, then the skipped; the run's order otherwise."""
+    order = {"error": 1, "skipped": 2}
+    return sorted(results, key=lambda r: (-severity_rank(r["severity"]), order.get(r["status"], 0)))
+
+
+def publish_artifacts(summary: Mapping[str, Any], figures: list[Path], report_url: str | None = None) -> None:
+    """Create the run's artifacts: the results table (worst first), a link artifact to the report at
+    `report_url` (else a note naming the report file on the worker), a markdown artifact per figure."""
     from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
     monitor, batch = summary["monitor"], summary["batch_id"]
     create_table_artifact(
-        table=result_rows(summary["results"]),
+        table=result_rows(by_severity(summary["results"])),
         key=figure_name("driftline", monitor),
         description=f"{monitor} batch {batch}: {summary['status']}, worst {summary['worst_severity']}",
     )
-    if summary.get("report"):
-        report = Path(summary["report"])
+    report_key = figure_name("driftline", monitor, "report")
+    if report_url:
         create_link_artifact(
-            link=report.resolve().as_uri(),
+            link=report_url,
             link_text=f"{monitor} batch {batch}: HTML report",
-            key=figure_name("driftline", monitor, "report"),
-            description=f"Run report (self-contained HTML): `{report}`",
+            key=report_key,
+            description="Run report (alerts.slack.report_url)",
+        )
+    elif summary.get("report"):
+        create_markdown_artifact(
+            markdown=f"HTML report of {monitor} batch {batch}, on the worker: `{summary['report']}`\n\n"
+            "Set `alerts.slack.report_url` to where reports are served to get a link here.",
+            key=report_key,
         )
     for path in figures:
         image = f"data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}"

@@ -32,7 +32,7 @@ from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
 from driftline.tasks.profiles import ProfileCache, Unfittable
 from driftline.tasks.reference import LazyReference, PreparedReference, prepare_reference, scored
-from driftline.tasks.retrain import RetrainRequest
+from driftline.tasks.retrain import Retraining, RetrainRequest, older_batch_skip
 from driftline.tasks.sources import Batch
 from driftline.tasks.spec import CheckSpec, MonitorSpec, severity_at_least
 from driftline.tasks.steps import (
@@ -210,7 +210,7 @@ def run_monitor(
     driver: Driver | None = None,
     cache: ProfileCache | None = None,
     alerts: bool = True,
-    retrain: bool = True,
+    retrain: Retraining = True,
 ) -> RunSummary:
     """One monitor run over one batch (the newest when `batch_id` is None).
 
@@ -260,7 +260,7 @@ def _evaluate(
     driver: Driver,
     *,
     alerts: bool,
-    retrain: bool,
+    retrain: Retraining,
 ) -> RunSummary:
     """Checks, storage, alerts, retraining and report for one loaded batch."""
 
@@ -319,7 +319,7 @@ def conclude_run(
     figure_dir: Path,
     *,
     alerts: bool,
-    retrain: bool,
+    retrain: Retraining,
     **label_options: Any,
 ) -> RunSummary:
     """After the checks, whatever evaluated them: store, alert, join late labels (`label_options` go
@@ -356,8 +356,9 @@ def conclude_run(
     if spec.labels is not None:
         summary.labels = _late_labels(spec, ran.batch_id, prepared, cache, driver, **label_options)
     if retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
-        request = retrain_request(spec, summary, prepared.content_hash)
-        summary.retraining = driver.retrain(spec, request, state_dir)
+        summary.retraining = older_batch_skip(spec, ran.batch_id, ran.batch_time, retrain) or driver.retrain(
+            spec, retrain_request(spec, summary, prepared.content_hash), state_dir
+        )
     summary.figures = publish_report(spec, summary, figure_dir, driver)
     driver.logger.info(
         "monitor %s batch %s: %s (worst severity %s)", spec.name, ran.batch_id, summary.status, worst

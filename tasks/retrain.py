@@ -13,11 +13,12 @@ import os
 import subprocess
 import urllib.request
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from driftline.tasks.files import write_private_file
-from driftline.tasks.spec import RetrainSpec
+from driftline.tasks.spec import MonitorSpec, RetrainSpec
 
 log = logging.getLogger(__name__)
 
@@ -124,3 +125,34 @@ def _missing(reason: str) -> Any:
         raise RuntimeError(reason)
 
     return fail
+
+
+# What a run does about retraining: nothing (False), retrain a failing batch unless the monitor has a
+# newer stored one (True), or retrain a failing batch whatever its age ("always": `backfill --retrain`).
+Retraining = bool | Literal["always"]
+RETRAIN_ALWAYS = "always"
+
+
+def older_batch_skip(
+    spec: MonitorSpec, batch_id: str, batch_time: datetime, retraining: Retraining
+) -> dict[str, Any] | None:
+    """Why retraining is left alone for this batch: the monitor stored a newer one (as for incidents),
+    and it was not asked for whatever the batch's age; None when retraining goes ahead (also when the
+    store cannot say: a failing model is retrained rather than missed)."""
+    if retraining == RETRAIN_ALWAYS:
+        return None
+    from sqlalchemy.orm import Session
+
+    from driftline.tasks.alerts.incidents import newer_batch
+    from driftline.tasks.history.db import connected_store
+
+    try:
+        with connected_store(spec.database_url()) as engine, Session(engine) as session:
+            newer = newer_batch(session, spec.name, batch_id, batch_time)
+    except Exception as exc:
+        log.warning("newer batches not looked up, retraining anyway: %s: %s", type(exc).__name__, exc)
+        return None
+    if newer is None:
+        return None
+    reason = f"batch {batch_id} is older than batch {newer}: not retrained (backfill --retrain retrains it)"
+    return {"skipped": reason}

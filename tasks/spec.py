@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any, Literal
@@ -225,21 +226,33 @@ class MonitorSpec(Strict):
         return value
 
     def database_url(self) -> str:
-        """The history database: `store_url`, else $DRIFTLINE_DATABASE_URL, else ./driftline.db; a URL
-        that cannot work is a SpecError naming where it came from."""
+        """The history database: `store_url` (a relative SQLite path is beside the spec), else
+        $DRIFTLINE_DATABASE_URL, else driftline.db beside the spec, never in the working directory; a
+        URL that cannot work is a SpecError naming where it came from."""
         from driftline.tasks.history.db import (
+            DEFAULT_DATABASE_URL,
             ENV_VAR,
             StoreConfigError,
-            resolve_database_url,
             validate_database_url,
         )
 
-        url = resolve_database_url(self.store_url)
+        url = (
+            (self.store_url and self._beside_spec(self.store_url))
+            or os.environ.get(ENV_VAR)
+            or self._beside_spec(DEFAULT_DATABASE_URL)
+        )
         try:
             validate_database_url(url)
         except StoreConfigError as exc:
             raise SpecError(f"{self.path or self.name}: ${ENV_VAR}: {exc}") from None
         return url
+
+    def _beside_spec(self, url: str) -> str:
+        """`url` with a relative SQLite file path resolved against the spec's folder."""
+        prefix, sep, file = url.partition(":///")
+        if not sep or prefix.split("+")[0] != "sqlite" or not file or file.startswith(("/", ":memory:")):
+            return url
+        return f"{prefix}:///{self.base_dir.resolve() / file}"
 
     def resolve(self, path: str) -> Path:
         """A path from the spec, relative to the spec file's folder."""

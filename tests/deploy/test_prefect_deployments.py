@@ -105,8 +105,12 @@ def test_deploy_a_worker_and_a_failing_run_that_retrains(
     prefect(env, "worker", "start", "--pool", "driftline", "--run-once", cwd=elsewhere, timeout=300)
 
     [monitor_run] = [r for r in flow_runs(env, "driftline-monitor/acs-employment") if not r.auto_scheduled]
-    assert monitor_run.state.is_completed(), monitor_run.state
+    assert monitor_run.state.is_failed(), monitor_run.state  # batch 2018-12 reaches fail_on
+    assert "batch 2018-12: worst severity high" in monitor_run.state.message
     assert count(url, Run) == 1
+    with client(env) as c:
+        deployments = c.read_deployments()
+    assert deployments and all(d.pull_steps in (None, []) for d in deployments)  # no working directory
 
     retrains = wait_for(
         lambda: flow_runs(env, "driftline-retrain/retrain-on-failure"), 60, "no retraining run was triggered"
@@ -122,7 +126,8 @@ def test_deploy_a_worker_and_a_failing_run_that_retrains(
 def test_serve_runs_the_monitor_on_its_cron_schedule(
     prefect_env: dict[str, str], demo_data: Path, tmp_path: Path
 ) -> None:
-    """`driftline serve` on `* * * * *`: the scheduler creates a run, it executes and stores history."""
+    """`driftline serve` on `* * * * *`: the scheduler creates a run, it executes and stores history
+    (the newest batch, 2018-12, fails on the model: the run ends `Failed`, not crashed)."""
     url = f"sqlite:///{tmp_path / 'history.db'}"
     spec = write_spec(demo_data, tmp_path, store_url=url, retrain=None, schedule={"cron": "* * * * *"})
     server = subprocess.Popen(
@@ -130,11 +135,11 @@ def test_serve_runs_the_monitor_on_its_cron_schedule(
     )
     try:
         [run, *_] = wait_for(
-            lambda: [r for r in scheduled_runs(prefect_env) if r.state.is_completed()],
+            lambda: [r for r in scheduled_runs(prefect_env) if r.state.is_final()],
             170,
-            "no scheduled run completed",
+            "no scheduled run finished",
         )
-        assert run.state.is_completed()
+        assert run.state.is_failed() and "batch 2018-12: worst severity high" in run.state.message, run.state
         assert count(url, Run) >= 1
         engine = open_store(url)
         statuses = {r["status"] for r in list_runs(engine, "acs-employment")}

@@ -154,11 +154,14 @@ def test_unreachable_store_spools_run_and_alert_and_the_next_run_replays_both(
 
 def test_backfill_stores_every_batch_without_alerting(demo_data: Path, tmp_path: Path) -> None:
     from driftline.flows.backfill import backfill
+    from driftline.flows.monitor import summary_of
 
     url = f"sqlite:///{tmp_path / 'history.db'}"
     spec = write_spec(demo_data, tmp_path, store_url=url)
-    summaries = backfill(str(spec), ["2016-06", "2018-12"])
+    state = backfill(str(spec), ["2016-06", "2018-12"], return_state=True)
+    summaries = summary_of(state)
     assert [(s["batch_id"], s["status"]) for s in summaries] == [("2016-06", "passed"), ("2018-12", "failed")]
+    assert state.is_failed() and state.message.startswith("acs-employment batch 2018-12: worst severity high")
     assert all(s["alerts"] == {"skipped": "alerts disabled for this run"} for s in summaries)
     assert all(s["retraining"] is None for s in summaries)
     assert count(url, Run) == 2 and count(url, AlertOutbox) == 0

@@ -173,25 +173,6 @@ def test_report_without_a_readable_store_shows_this_run_alone(
     assert "psi over the last 1 run(s)" in page and "<section" in page
 
 
-def test_prefect_publishes_a_link_to_the_report(
-    synthetic_run: SyntheticRun, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import prefect.artifacts
-
-    from driftline.flows.report import publish_artifacts
-
-    calls: dict[str, list[dict]] = {}
-    for name in ("create_link_artifact", "create_markdown_artifact", "create_table_artifact"):
-        monkeypatch.setattr(
-            prefect.artifacts, name, lambda _n=name, **kw: calls.setdefault(_n, []).append(kw)
-        )
-    summary = synthetic_run.summaries[-1].to_dict()
-    publish_artifacts(summary, [])
-    (link,) = calls["create_link_artifact"]
-    assert link["link"] == Path(summary["report"]).resolve().as_uri()
-    assert link["key"] == "driftline-synthetic-report"
-
-
 def test_demo_names_the_worst_batch() -> None:
     def run(batch: str, worst: str, severities: list[str]) -> dict:
         results = [{"status": "ok", "severity": s} for s in severities]
