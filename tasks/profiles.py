@@ -51,6 +51,10 @@ class Unfittable:
     reason: str
 
 
+# What the cache gives for a profile it does not hold (a profile may itself be None).
+NOT_CACHED = object()
+
+
 class ProfileFormatError(ValueError):
     """A profile holds a value the data-only format cannot store, or a file is not a stored profile."""
 
@@ -350,12 +354,16 @@ class ProfileCache:
 
     def lookup(self, check: Check, columns: Columns, reference_hash: str) -> Any:
         """The cached profile, or None when it is not cached (or unreadable); never fits."""
-        key = self.key(check, columns, reference_hash)
+        profile = self._cached(self.key(check, columns, reference_hash), check)
+        return None if profile is NOT_CACHED else profile
+
+    def _cached(self, key: str, check: Check) -> Any:
+        """The profile stored under `key` (None is a profile too), or NOT_CACHED."""
         with self._lock:
             if key in self._memory:
                 return self._memory[key]
         profile = self._read(key, check)
-        if profile is not None:
+        if profile is not NOT_CACHED:
             with self._lock:
                 self._memory[key] = profile
         return profile
@@ -364,9 +372,9 @@ class ProfileCache:
         self, check: Check, reference: pd.DataFrame | LazyReference, columns: Columns, reference_hash: str
     ) -> Any:
         """The cached profile, or fit it now (reading a lazy reference) and remember it."""
-        profile = self.lookup(check, columns, reference_hash)
-        if profile is None:
-            key = self.key(check, columns, reference_hash)
+        key = self.key(check, columns, reference_hash)
+        profile = self._cached(key, check)
+        if profile is NOT_CACHED:
             try:
                 profile = check.fit(materialised(reference), columns)
             except NotApplicable as exc:  # as lasting as a profile: the same reference gives the same answer
@@ -388,14 +396,14 @@ class ProfileCache:
     def _read(self, key: str, check: Check) -> Any:
         path = self._path(key)
         if path is None or not path.exists():
-            return None
+            return NOT_CACHED
         try:
             return load_profile(path, key, (type(check).__module__,))
         except Exception as exc:  # corrupt, foreign or tampered: refitted, never fatal (and never code)
             log.warning(
                 "ignoring unreadable cached profile %s (refitting): %s: %s", path, type(exc).__name__, exc
             )
-            return None
+            return NOT_CACHED
 
     def _write(self, key: str, check: Check, profile: Any) -> None:
         path = self._path(key)

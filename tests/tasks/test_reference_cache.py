@@ -77,6 +77,24 @@ def test_a_cached_reference_is_not_read_again_and_gives_the_same_results(
     assert metrics(first)[("drift.numeric", "f0")]["psi"] > 0.1  # a real comparison was made
 
 
+def test_a_profile_that_is_none_is_cached_like_any_other(tmp_path: Path, reads: list[str]) -> None:
+    """expectations.suite fits to no profile at all: a cached run still reads the reference zero times,
+    in the parent or in a check's worker (threads here, so that a worker's read is counted)."""
+    pytest.importorskip("great_expectations")
+    path = write_monitor(tmp_path, ["drift.numeric"])
+    spec = yaml.safe_load(path.read_text())
+    suite = [{"type": "expect_column_values_to_not_be_null", "column": "f0"}]
+    spec["checks"].append({"check": "expectations.suite", "params": {"expectations": suite}})
+    spec["execution"] = {"isolation": "thread"}
+    path.write_text(yaml.safe_dump(spec))
+    first = run_monitor(load_spec(path), "b1")
+    assert len(reads) == 1
+    second = run_monitor(load_spec(path), "b1")
+    assert len(reads) == 1
+    status = {r["check"]: r["status"] for r in second.results}
+    assert status["expectations.suite"] == "ok" and metrics(second) == metrics(first)
+
+
 def test_a_touched_or_changed_reference_is_read_again(tmp_path: Path, reads: list[str]) -> None:
     path = write_monitor(tmp_path, ["drift.numeric"])
     spec = load_spec(path)
