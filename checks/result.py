@@ -88,7 +88,7 @@ def json_safe(value: Any) -> Any:
 
 @dataclass
 class CheckResult:
-    """One target's outcome of one check (see DESIGN.md, "A check result")."""
+    """One target's outcome of one check (see docs/design.md, "A check result")."""
 
     check: str
     target: str

@@ -17,7 +17,7 @@ def result(
     thresholds: dict[str, list[float]] | None = None,
     reason: str | None = None,
 ) -> dict[str, Any]:
-    """A check result in the DESIGN.md format."""
+    """A check result in the result format of docs/design.md."""
     return {
         "check": check,
         "target": target,

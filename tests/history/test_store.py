@@ -29,7 +29,7 @@ BATCH_TIME = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def drift(target: str, psi: Any, ks: Any = 0.5, severity: str = "none") -> dict[str, Any]:
-    """A drift result in the DESIGN.md format with two metrics."""
+    """A drift result in the result format of docs/design.md with two metrics."""
     return {
         "check": "drift.numeric",
         "target": target,
