@@ -80,7 +80,8 @@ def list_runs(engine: Engine, monitor: str | None = None, limit: int = 50) -> li
 
 
 def latest_results(engine: Engine, monitor: str, batch_id: str | None = None) -> list[dict[str, Any]]:
-    """The stored results of one batch (the newest when `batch_id` is None) in the result format of docs/design.md.
+    """The stored results of one batch (the newest when `batch_id` is None), each in the result format
+    of docs/design.md.
 
     Metric rows are folded back into one result per (check, target), in the order they were first
     stored; an empty list when nothing is stored.

@@ -153,7 +153,7 @@ def record_run(
     flow_run_id: str | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> RunWrite:
-    """Write the run and one row per metric of every result (the result format of docs/design.md) in one transaction.
+    """Write the run and one row per metric of every result (docs/design.md) in one transaction.
 
     A result without metrics is stored as one row with metric `""` and a NULL value, keeping its status
     and reason. A re-recorded check replaces all its earlier rows of the batch (targets and metrics it
