@@ -403,9 +403,8 @@ def serve(spec_path: Annotated[Path, typer.Argument(help="Monitor spec (YAML).")
     """Serve the monitor as a Prefect deployment on the spec's cron schedule (runs until stopped)."""
     spec = _load_spec_or_exit(spec_path)
     flows = _prefect_flows("serve")
-    from prefect import serve as prefect_serve
-
     console.print(
-        f"serving {spec.name} on cron {spec.schedule.cron!r} ({spec.schedule.timezone}); Ctrl-C stops"
+        f"serving {spec.name} on cron {spec.schedule.cron!r} ({spec.schedule.timezone}); Ctrl-C or "
+        "SIGTERM stops it, cancelling the run in flight"
     )
-    prefect_serve(flows.monitor_deployment(spec, spec_path))
+    flows.serve_deployment(flows.monitor_deployment(spec, spec_path))

@@ -7,11 +7,14 @@ Python returns the run summary either way.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from prefect import Flow
+from prefect.runner import Runner
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -81,3 +84,32 @@ def monitor_deployment(spec: MonitorSpec, spec_path: Path) -> Any:
         tags=["driftline"],
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
+
+
+class CancellingRunner(Runner):
+    """Prefect's runner stopped by SIGTERM or SIGINT the way its API asks: the flow runs in flight
+    are killed and marked `Cancelled` before it exits, rather than left `Running` on the server."""
+
+    async def start(self, run_once: bool = False, webserver: bool | None = None) -> None:
+        """Serve until stopped; SIGINT stops like SIGTERM (Prefect's `start` takes over SIGTERM)."""
+        signal.signal(signal.SIGINT, self.handle_sigterm)
+        await super().start(run_once=run_once, webserver=webserver)
+
+    def handle_sigterm(self, signum: int, frame: Any = None) -> None:
+        """Stop on the runner's own event loop: `astop` cancels every tracked flow run, then ends
+        the polling loops so that `start` returns (a second signal while stopping is ignored);
+        before the runner has started, nothing runs yet and it exits at once."""
+        if not self.started:
+            raise SystemExit(0)
+        if self.stopping:
+            return
+        self._logger.info("%s received: cancelling the flow runs in flight", signal.Signals(signum).name)
+        self.stopping = True
+        self._stop_task = asyncio.get_running_loop().create_task(self.astop())
+
+
+def serve_deployment(deployment: Any) -> None:
+    """Serve one deployment until SIGTERM or SIGINT; its schedule is paused on the way out."""
+    runner = CancellingRunner(pause_on_shutdown=True)
+    runner.add_deployment(deployment)
+    asyncio.run(runner.start())

@@ -1,0 +1,64 @@
+"""`driftline init`: a project folder with what a deployment needs, no checkout of the repository.
+
+It writes the demo's monitor spec, its data (a reference and six census batches) and a `prefect.yaml`
+whose monitor deployment reads that spec by absolute path.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+from driftline.flows.cli_common import app, console, fail
+
+PREFECT_TEMPLATE = resources.files("driftline.flows") / "templates" / "prefect.yaml"
+SPEC = "monitor.yaml"
+PREFECT_FILE = "prefect.yaml"
+
+
+def planned_files(folder: Path) -> list[Path]:
+    """Every file `init` writes into `folder`."""
+    from driftline.data.demo import BATCHES
+
+    batches = [Path("data", "batches", f"{batch_id}.parquet") for batch_id, _, _ in BATCHES]
+    names = [Path(SPEC), Path(PREFECT_FILE), Path("data", "reference.parquet"), *batches]
+    return [folder / name for name in names]
+
+
+def prefect_yaml(spec_path: Path) -> str:
+    """The deployments file, its monitor deployment named after the spec and reading it by absolute
+    path (a JSON string is a valid YAML scalar, whatever the path holds)."""
+    monitor = yaml.safe_load(spec_path.read_text())["name"]
+    text = PREFECT_TEMPLATE.read_text()
+    return text.replace("@MONITOR@", monitor).replace("@SPEC_PATH@", json.dumps(str(spec_path.resolve())))
+
+
+@app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(help="Project folder (created if missing).")] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files that already exist.")] = False,
+) -> None:
+    """Write an example monitor spec, the demo data and a prefect.yaml into a project folder."""
+    existing = [path for path in planned_files(folder) if path.exists()]
+    if existing and not force:
+        names = ", ".join(str(path) for path in existing)
+        fail(f"{names}: already exist{'s' if len(existing) == 1 else ''} (--force overwrites)")
+    from driftline.data.demo import build_demo_data
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        spec_path = build_demo_data(folder)
+        (folder / PREFECT_FILE).write_text(prefect_yaml(spec_path))
+    except OSError as exc:
+        fail(f"{folder}: cannot write the project ({exc.strerror or exc})")
+    console.print(
+        f"wrote {spec_path}, its data under {folder / 'data'} and {folder / PREFECT_FILE}\n"
+        f"try: driftline run {spec_path}",
+        highlight=False,
+        soft_wrap=True,
+    )
