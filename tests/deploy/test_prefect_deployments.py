@@ -8,8 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from driftline.tasks.history.db import open_store
 from driftline.tasks.history.models import Run
 from driftline.tasks.history.query import list_runs
 from tests.demo import count, write_spec
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.prefect
 
@@ -54,17 +54,6 @@ def client(env: dict[str, str]) -> Any:
 
     with temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}):
         return get_client(sync_client=True)
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll `condition` until it returns something truthy, or fail naming `what`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"{what} within {timeout:g} s")
 
 
 def flow_runs(env: dict[str, str], deployment: str) -> list[Any]:

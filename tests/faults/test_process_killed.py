@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.demo import write_spec
+from tests.waiting import alive
 
 ROOT = Path(__file__).parents[2]
 RUN = (
@@ -32,15 +33,6 @@ def children(pid: int) -> set[int]:
         text = (task / "children").read_text().split()
         found.update(int(c) for c in text)
     return found
-
-
-def alive(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def wait_for(condition, timeout: float, what: str) -> None:

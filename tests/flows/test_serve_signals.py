@@ -7,29 +7,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.demo import write_spec
+from tests.waiting import alive, wait_for
 
 pytestmark = pytest.mark.prefect
 
 BIN = Path(sys.executable).parent
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll `condition` until it returns something truthy, or fail naming `what`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"{what} within {timeout:g} s")
 
 
 def started_run(deployment: str) -> Any:
@@ -49,15 +37,6 @@ def flow_run_state(flow_run_id: Any) -> Any:
 
     with get_client(sync_client=True) as client:
         return client.read_flow_run(flow_run_id).state
-
-
-def alive(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.usefixtures("prefect_server")
