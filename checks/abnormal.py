@@ -23,12 +23,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from driftline.checks.base import Check, Metric
-from driftline.checks.binning import ImpactSums
+from driftline.checks.base import Metric
+from driftline.checks.binning import ImpactRows, ImpactSums, RowGroups, encode
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.evidence import Evidence, proportion_change
-from driftline.checks.impact import model_impact
+from driftline.checks.mergeable import Mergeable
 from driftline.checks.registry import register
 from driftline.checks.result import THRESHOLD_TOLERANCE, CheckResult, worst_severity
 
@@ -52,16 +52,23 @@ def rate_metric(clean_rate: str) -> Metric:
 
 @dataclass
 class Flags:
-    """What one target's evaluation found: failing rows and rows that could be judged, over the batch."""
+    """What one target's evaluation found in a batch or one partition of it: failing rows and rows
+    that could be judged; `counts`, numbers that add up across partitions (`AbnormalCheck._counted`
+    reads metrics and details from them), and `metrics` and `details` that do not."""
 
     failing: np.ndarray
     usable: np.ndarray
     metrics: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+# How a batch's targets are flagged: `flag(target, target profile) -> Flags`.
+Flagger = Callable[[str, Any], Flags]
 
 
 @dataclass(kw_only=True)
-class AbnormalCheck(Check):
+class AbnormalCheck(Mergeable):
     """Base of the abnormal-input checks: per-target profiles, failing rows, graded results.
 
     Checks that estimate a clean batch's rate grade on evidence (`_evidence`, see `RateCheck`);
@@ -72,10 +79,16 @@ class AbnormalCheck(Check):
     couple of rows cannot raise the severity by chance (it is reported either way). Rows without a
     value a check can judge (null or NaN; inf for the checks that cannot place it) are left out of
     the share and counted in `details.dropped_rows`.
+
+    A batch is evaluated as one partition (`checks.mergeable`): per target, the flags' row counts,
+    first failing ids and model-impact sums, graded in `finish`. Partitions merge when the flags
+    report counts only (`counts_only`).
     """
 
     family: ClassVar[str] = "abnormal"
     per_feature: ClassVar[bool] = True
+    # Whether the flags report only numbers that add up (`Flags.counts`), so that partitions merge.
+    counts_only: ClassVar[bool] = False
     default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DEFAULT_THRESHOLDS
     # Feature kind the default `fit` iterates over ("numeric", "categorical" or "features").
     kind: ClassVar[str] = "categorical"
@@ -117,23 +130,65 @@ class AbnormalCheck(Check):
         """One column's profile, or None when the column is not a target of this check."""
         raise NotImplementedError
 
-    # -- evaluation ------------------------------------------------------------------------------
+    # -- evaluation: partial -> merge -> finish ---------------------------------------------------
 
-    def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
-        return self._collect(current, profile, columns, partial(self._flag, current))
+    def merge_limit(self) -> str | None:
+        """None when the flags report counts only."""
+        if self.counts_only:
+            return None
+        return f"{self.name} reports details of the batch's values that do not add up across partitions"
+
+    def partial(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> dict[str, Any]:
+        """The state of one partition of the batch: its rows and what each target's flags found."""
+        return self._state(current, profile, columns, partial(self._flag, current))
 
     def _collect(
-        self,
-        current: pd.DataFrame,
-        profile: dict[str, Any],
-        columns: Columns,
-        flag: Callable[[str, Any], Flags],
+        self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns, flag: Flagger
     ) -> list[CheckResult]:
-        """One result per noted issue and per profiled target; a target's bad input stays its own."""
+        """The results of a batch whose targets `flag(target, target profile)` flags its own way."""
+        return self.finish(self._state(current, profile, columns, flag), profile, columns)
+
+    def _state(
+        self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns, flag: Flagger
+    ) -> dict[str, Any]:
+        """Per profiled target, what `flag` found in `current`, or the problem that stops the target."""
+        impact_rows = ImpactRows.of(current, columns)
+        targets = {}
+        for target, target_profile in profile["targets"].items():
+            try:
+                flags = flag(target, target_profile)
+            except NotApplicable as exc:
+                targets[target] = AbnormalPartial(problem=("skipped", str(exc)))
+            except CheckInputError as exc:
+                targets[target] = AbnormalPartial(problem=("error", str(exc)))
+            else:
+                ids = first_failing_ids(current, flags.failing, columns, self.max_failing_ids)
+                targets[target] = AbnormalPartial.found(flags, ids, impact_rows)
+        return {"rows": len(current), "targets": targets}
+
+    def _flag(self, current: pd.DataFrame, target: str, profile: Any) -> Flags:
+        """Failing and usable rows of one target in the batch."""
+        raise NotImplementedError
+
+    def _counted(
+        self, counts: dict[str, int], profile: Any, rows: int
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """The metrics and details of a target's (merged) `Flags.counts` over `rows` batch rows."""
+        return {}, {}
+
+    def merge(self, states: list[dict[str, Any]]) -> dict[str, Any]:
+        """Target by target, in partition order (the first failing ids kept)."""
+        targets = dict(states[0]["targets"])
+        for state in states[1:]:
+            for target, part in state["targets"].items():
+                targets[target] = targets[target].merge(part, self.max_failing_ids)
+        return {"rows": sum(s["rows"] for s in states), "targets": targets}
+
+    def finish(self, state: dict[str, Any], profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
+        """The profile's noted issues, then one graded result per profiled target."""
+        rows = state["rows"]
         return self._per_target(
-            profile,
-            len(current),
-            lambda target, tp: self._graded(current, target, tp, flag(target, tp), columns),
+            profile, rows, lambda target, tp: self._graded(target, tp, state["targets"][target], rows)
         )
 
     def _per_target(
@@ -156,30 +211,33 @@ class AbnormalCheck(Check):
             raise NotApplicable(self._no_target_reason())
         return results
 
-    def _flag(self, current: pd.DataFrame, target: str, profile: Any) -> Flags:
-        """Failing and usable rows of one target in the batch."""
-        raise NotImplementedError
-
     def _no_target_reason(self) -> str:
         return f"no feature qualifies for {self.name}"
 
-    def _graded(
-        self, current: pd.DataFrame, target: str, profile: Any, flags: Flags, columns: Columns
-    ) -> CheckResult:
-        usable_rows = int(np.count_nonzero(flags.usable))
-        if usable_rows == 0:
+    def _graded(self, target: str, profile: Any, part: AbnormalPartial, rows: int) -> CheckResult:
+        """One target's result from its (merged) state over a batch of `rows` rows."""
+        if part.problem is not None:
+            error = NotApplicable if part.problem[0] == "skipped" else CheckInputError
+            raise error(part.problem[1])
+        if part.usable == 0:
             raise NotApplicable(f"{target!r} has no usable value in the batch (all null or NaN)")
-        failing_rows = int(np.count_nonzero(flags.failing))
-        metrics: dict[str, float] = {FAILING_SHARE: failing_rows / usable_rows, **flags.metrics}
-        impact = model_impact(current, flags.failing, columns) if failing_rows else None
+        counted_metrics, counted_details = self._counted(part.counts, profile, rows)
+        metrics: dict[str, float] = {
+            FAILING_SHARE: part.failing / part.usable,
+            **part.metrics,
+            **counted_metrics,
+        }
+        impact = part.impact.impact([True]) if part.failing else None
         if impact is not None:
             metrics[IMPACT] = impact
         details = {
-            "dropped_rows": len(current) - usable_rows,
-            **flags.details,
-            **failing_ids(current, flags.failing, columns, self.max_failing_ids),
+            "dropped_rows": rows - part.usable,
+            **part.details,
+            **counted_details,
+            "failing_ids": part.ids,
+            "failing_ids_total": part.failing,
         }
-        return self._verdict(target, profile, metrics, details, usable_rows, failing_rows, impact)
+        return self._verdict(target, profile, metrics, details, part.usable, part.failing, impact)
 
     def _verdict(
         self,
@@ -223,87 +281,13 @@ class AbnormalCheck(Check):
     def _warns(self, metrics: dict[str, float], failing_rows: int) -> bool:
         return failing_rows > 0
 
-    # -- partitioned batches: partial -> merge -> finish -------------------------------------------
-
-    # Whether the check can be evaluated partition by partition and merged (see `partial`).
-    mergeable: ClassVar[bool] = False
-
-    def merge_limit(self) -> str | None:
-        """Why this configuration cannot be merged across partitions, or None when it can."""
-        return None if self.mergeable else f"{self.name} has no mergeable evaluation"
-
-    def partial(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> dict[str, Any]:
-        """Mergeable state of one partition of the batch: its rows and one state per target."""
-        targets = {}
-        row_values = ImpactSums.row_values(current, columns)
-        for target, target_profile in profile["targets"].items():
-            try:
-                failing, usable, counts = self._partial_flag(current, target, target_profile)
-            except NotApplicable as exc:
-                targets[target] = AbnormalPartial(problem=("skipped", str(exc)))
-                continue
-            except CheckInputError as exc:
-                targets[target] = AbnormalPartial(problem=("error", str(exc)))
-                continue
-            ids = failing_ids(current, failing, columns, self.max_failing_ids)["failing_ids"]
-            impact = ImpactSums.from_codes(row_values, failing.astype(np.intp), [False, True])
-            targets[target] = AbnormalPartial(
-                int(np.count_nonzero(usable)), int(np.count_nonzero(failing)), counts, ids, impact
-            )
-        return {"rows": len(current), "targets": targets}
-
-    def _partial_flag(
-        self, current: pd.DataFrame, target: str, profile: Any
-    ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-        """Failing rows, usable rows and the check's own counts of one target in one partition."""
-        raise NotImplementedError
-
-    def _counted_flags(
-        self, counts: dict[str, int], profile: Any, rows: int
-    ) -> tuple[dict[str, float], dict[str, Any]]:
-        """The metrics and details `_flag` reports, from the merged counts."""
-        raise NotImplementedError
-
-    def merge(self, states: list[dict[str, Any]]) -> dict[str, Any]:
-        """The state of the whole batch from the states of its partitions (in partition order)."""
-        targets = dict(states[0]["targets"])
-        for state in states[1:]:
-            for target, part in state["targets"].items():
-                targets[target] = targets[target].merge(part, self.max_failing_ids)
-        return {"rows": sum(s["rows"] for s in states), "targets": targets}
-
-    def finish(self, state: dict[str, Any], profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
-        """The results `evaluate` gives on the whole batch, from its merged state."""
-        rows = state["rows"]
-        return self._per_target(
-            profile, rows, lambda target, tp: self._graded_counts(target, tp, state["targets"][target], rows)
-        )
-
-    def _graded_counts(self, target: str, profile: Any, part: AbnormalPartial, rows: int) -> CheckResult:
-        """`_graded` from merged counts."""
-        if part.problem is not None:
-            error = NotApplicable if part.problem[0] == "skipped" else CheckInputError
-            raise error(part.problem[1])
-        if part.usable == 0:
-            raise NotApplicable(f"{target!r} has no usable value in the batch (all null or NaN)")
-        flag_metrics, flag_details = self._counted_flags(part.counts, profile, rows)
-        metrics: dict[str, float] = {FAILING_SHARE: part.failing / part.usable, **flag_metrics}
-        impact = part.impact.impact([True]) if part.failing and part.impact is not None else None
-        if impact is not None:
-            metrics[IMPACT] = impact
-        details = {
-            "dropped_rows": rows - part.usable,
-            **flag_details,
-            "failing_ids": part.ids,
-            "failing_ids_total": part.failing,
-        }
-        return self._verdict(target, profile, metrics, details, part.usable, part.failing, impact)
-
 
 @dataclass(frozen=True)
 class AbnormalPartial:
-    """One target's mergeable state over partitions of a batch: usable and failing rows, the
-    check's own counts, the first failing ids, the impact sums of failing against passing rows."""
+    """One target's state over partitions of a batch: usable and failing rows, the flags' counts, the
+    first failing ids, the impact sums of failing against passing rows, or the problem that stops the
+    target. `metrics` and `details` are what the flags reported that does not add up (a check whose
+    partitions merge has none)."""
 
     usable: int = 0
     failing: int = 0
@@ -311,6 +295,18 @@ class AbnormalPartial:
     ids: list[Any] = field(default_factory=list)
     impact: ImpactSums | None = None
     problem: tuple[str, str] | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def found(cls, flags: Flags, ids: list[Any], impact_rows: ImpactRows) -> AbnormalPartial:
+        """The state of what `flags` found, `ids` naming the first failing rows."""
+        usable, failing = int(np.count_nonzero(flags.usable)), int(np.count_nonzero(flags.failing))
+        groups = RowGroups(
+            flags.failing.astype(np.uint8), [False, True], np.array([len(flags.failing) - failing, failing])
+        )
+        impact = ImpactSums.from_groups(impact_rows, groups)
+        return cls(usable, failing, flags.counts, ids, impact, metrics=flags.metrics, details=flags.details)
 
     def merge(self, other: AbnormalPartial, cap: int) -> AbnormalPartial:
         """State of the union of two partitions (this one first); the first problem met wins."""
@@ -348,22 +344,14 @@ class RateCheck(AbnormalCheck):
         return {FAILING_RATE_INCREASE: proportion_change(failing_rows, usable_rows, hits, rows)}
 
 
-def failing_ids(frame: pd.DataFrame, failing: np.ndarray, columns: Columns, cap: int) -> dict[str, Any]:
-    """The first `cap` failing row ids (the `id` role column if present, else the index) and their total."""
+def first_failing_ids(frame: pd.DataFrame, failing: np.ndarray, columns: Columns, cap: int) -> list[Any]:
+    """The first `cap` failing row ids (the `id` role column if present, else the index)."""
     positions = np.flatnonzero(failing)
     ids = frame[columns.id] if columns.id and columns.id in frame.columns else frame.index
-    return {"failing_ids": ids.take(positions[: max(cap, 0)]).tolist(), "failing_ids_total": len(positions)}
+    return ids.take(positions[: max(cap, 0)]).tolist()
 
 
 # -- value encoding shared by the categorical and string checks -----------------------------------
-
-
-def encode(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
-    """Integer codes (-1 for null) and the distinct values they index, without a pass per value."""
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        return values.cat.codes.to_numpy(), values.cat.categories
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    return codes, pd.Index(uniques)
 
 
 def member(values: pd.Index | pd.Series, vocabulary: pd.Index) -> np.ndarray:
@@ -445,6 +433,7 @@ class NullRate(RateCheck):
         f"{kind}_rate_increase": rate_metric(f"the reference's {kind} rate") for kind in ("null", "inf")
     }
     kind: ClassVar[str] = "features"
+    counts_only: ClassVar[bool] = True
 
     def target_columns(self, columns: Columns) -> tuple[str, ...]:
         outputs = [c for c in (columns.score, columns.prediction, *columns.class_scores) if c]
@@ -455,20 +444,11 @@ class NullRate(RateCheck):
         return {"null_rate": float(nulls.mean()), "inf_rate": float(infinite.mean()), "rows": len(values)}
 
     def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, float]) -> Flags:
-        failing, usable, counts = self._partial_flag(current, target, profile)
-        metrics, details = self._counted_flags(counts, profile, len(failing))
-        return Flags(failing=failing, usable=usable, metrics=metrics, details=details)
-
-    mergeable: ClassVar[bool] = True
-
-    def _partial_flag(
-        self, current: pd.DataFrame, target: str, profile: dict[str, float]
-    ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
         nulls, infinite = nulls_and_infinities(column_of(current, target))
         counts = {"null_rows": int(nulls.sum()), "inf_rows": int(infinite.sum())}
-        return nulls | infinite, np.ones(len(nulls), dtype=bool), counts
+        return Flags(failing=nulls | infinite, usable=np.ones(len(nulls), dtype=bool), counts=counts)
 
-    def _counted_flags(
+    def _counted(
         self, counts: dict[str, int], profile: dict[str, float], rows: int
     ) -> tuple[dict[str, float], dict[str, Any]]:
         rates = (counts["null_rows"] / rows, counts["inf_rows"] / rows) if rows else (0.0, 0.0)

@@ -82,41 +82,25 @@ class _RangeCheck(RateCheck):
     """
 
     kind: ClassVar[str] = "numeric"
+    counts_only: ClassVar[bool] = True
 
     def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, Any]) -> Flags:
         x = numeric_values(column_of(current, target), target, "batch")
         with np.errstate(invalid="ignore"):
             below = x < profile["lower"]
             above = x > profile["upper"]
-        details = {
-            **self._range(profile),
+        counts = {
             "below_rows": int(below.sum()),
             "above_rows": int(above.sum()),
             "inf_rows": int(np.isinf(x).sum()),
         }
-        return Flags(failing=below | above, usable=~np.isnan(x), details=details)
+        return Flags(failing=below | above, usable=~np.isnan(x), counts=counts)
 
-    mergeable: ClassVar[bool] = True
-
-    def _partial_flag(
-        self, current: pd.DataFrame, target: str, profile: dict[str, float]
-    ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-        flags = self._flag(current, target, profile)
-        counts = {k: flags.details[k] for k in ("below_rows", "above_rows", "inf_rows")}
-        return flags.failing, flags.usable, counts
-
-    def _counted_flags(
+    def _counted(
         self, counts: dict[str, int], profile: dict[str, Any], rows: int
     ) -> tuple[dict[str, float], dict[str, Any]]:
-        return {}, {
-            **self._range(profile),
-            **{k: counts[k] for k in ("below_rows", "above_rows", "inf_rows")},
-        }
-
-    @staticmethod
-    def _range(profile: dict[str, Any]) -> dict[str, Any]:
-        """The fitted range as the details report it."""
-        return {k: v for k, v in profile.items() if k != "clean"}
+        """The fitted range and the rows below it, above it and infinite."""
+        return {}, {**{k: v for k, v in profile.items() if k != "clean"}, **counts}
 
 
 @register

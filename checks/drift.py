@@ -14,6 +14,11 @@ gets an `error` or `skipped` result naming the column while the others go on. Nu
 dropped and counted in `details["dropped_rows"]`; -inf and +inf are values beyond every edge: they
 count in the first and last (open) bins and in the KS statistic, and `details["inf_rows"]` says how
 many there are (the Wasserstein distance is over the finite values).
+
+A batch is compared with the reference through its counts in the reference's bins or categories
+(`checks.mergeable`): the counts of partitions add up, so a partitioned batch gets the results of the
+whole one; only the Wasserstein distance, which needs every value, and the label checks, whose classes
+depend on the whole label column, do not merge.
 """
 
 from __future__ import annotations
@@ -25,25 +30,26 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from driftline.checks.base import Check, Metric
+from driftline.checks.base import Metric
 from driftline.checks.binning import (
     DEFAULT_SMOOTHING,
     UNSEEN,
     CategoryCounts,
+    ImpactRows,
     ImpactSums,
     NumericCounts,
     NumericSketch,
-    bin_counts,
+    RowGroups,
     chi_square,
+    keyed_counts,
     present_values,
     psi,
     psi_evidence,
-    value_counts,
 )
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.evidence import Evidence, kolmogorov, proportion_change
-from driftline.checks.impact import model_impact
+from driftline.checks.mergeable import Mergeable
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 
@@ -54,6 +60,7 @@ PSI_METRIC = Metric(
         "simulated: the PSI of both samples redrawn at their sizes from the pooled shares, matched to a "
         "scaled chi-square; the bound subtracts that no-change noise"
     ),
+    figure="distribution",
 )
 SHARE_METRIC = Metric(
     (0.015, 0.03, 0.06),
@@ -63,11 +70,13 @@ SHARE_METRIC = Metric(
         "the class is the one that moved most, and its one-sided bound holds at the thresholds, which "
         "lie far above the noise"
     ),
+    figure="distribution",
 )
 KS_METRIC = Metric(
     (0.1, 0.2, 0.3),
     change="two-sample Kolmogorov–Smirnov distance between the batch's and the reference's label",
     uncertainty="Kolmogorov distribution of the distance under no change, K / sqrt(n m / (n + m))",
+    figure="distribution",
 )
 NUMERIC_TESTS = frozenset({"ks", "wasserstein"})
 DETAIL_CATEGORIES = 10
@@ -91,9 +100,63 @@ class Comparison:
     evidence: dict[str, Evidence] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class CategoryTally:
+    """A batch's category counts (string keys, in order of first appearance; a categorical column's in
+    the order of its categories) and missing values."""
+
+    counts: pd.Series
+    dropped: int
+
+    @classmethod
+    def from_series(cls, values: pd.Series) -> tuple[CategoryTally, RowGroups]:
+        """The tally of a batch column, and its rows grouped by key for the impact sums."""
+        counts, groups = keyed_counts(values)
+        return cls(counts, int(groups.sizes[-1])), groups
+
+    def merge(self, other: CategoryTally) -> CategoryTally:
+        """Counts of the union of two partitions, first-appearance order kept."""
+        counts = pd.concat([self.counts, other.counts]).groupby(level=0, sort=False).sum()
+        return CategoryTally(counts, self.dropped + other.dropped)
+
+    def grown(self, summary: CategoryCounts) -> list[str]:
+        """The categories whose share grew from the reference's."""
+        ref_share = pd.Series(summary.counts / summary.n, index=list(summary.categories))
+        cur_share = self.counts / self.counts.sum()
+        grew = cur_share.to_numpy() > ref_share.reindex(cur_share.index, fill_value=0).to_numpy()
+        return list(cur_share.index[grew])
+
+
+@dataclass(frozen=True)
+class TargetPartial:
+    """One target's state over one or more partitions of a batch: the row count, the batch counts, the
+    model-impact sums per bin or category, or the problem that stops the target. `values` holds every
+    present batch value, only for a statistic that needs them all (so not mergeable: Wasserstein)."""
+
+    rows: int
+    counts: NumericCounts | CategoryTally | None = None
+    impact: ImpactSums | None = None
+    problem: tuple[str, str] | None = None
+    values: np.ndarray | None = None
+
+    def merge(self, other: TargetPartial) -> TargetPartial:
+        """State of the union of two partitions; the first problem met wins."""
+        problem = self.problem or other.problem
+        both = problem is None and self.counts is not None and other.counts is not None
+        kept = both and self.values is not None and other.values is not None
+        return TargetPartial(
+            rows=self.rows + other.rows,
+            counts=self.counts.merge(other.counts) if both else (self.counts or other.counts),
+            impact=self.impact.merge(other.impact) if both and self.impact and other.impact else None,
+            problem=problem,
+            values=np.concatenate([self.values, other.values]) if kept else None,
+        )
+
+
 @dataclass(kw_only=True)
-class _DistributionDrift(Check):
-    """Shared machinery: one reference summary per target, compared with the batch target by target."""
+class _DistributionDrift(Mergeable):
+    """Shared machinery: one reference summary per target; per partition of the batch, each target's
+    counts in the reference's bins or categories, compared with the reference once merged."""
 
     family: ClassVar[str] = "drift"
     declared_metrics: ClassVar[Mapping[str, Metric]] = {"psi": PSI_METRIC}
@@ -128,12 +191,21 @@ class _DistributionDrift(Check):
         """Reference summary of one target."""
         raise NotImplementedError
 
-    def compare(self, summary: Any, values: pd.Series, target: str) -> Comparison:
-        """One target's batch values against its summary: by default the PSI against whichever summary
+    def compare(self, summary: Any, part: TargetPartial, target: str) -> Comparison:
+        """One target's batch counts against its summary: by default the PSI against whichever summary
         the reference got, category counts or a numeric sketch."""
         if isinstance(summary, CategoryCounts):
-            return self.compare_categories(summary, values, target)
-        return self.compare_numeric(summary, values, target)
+            return self.compare_categories(summary, part.counts, target)
+        return self.compare_numeric(summary, part, target)
+
+    def impact_values(self, current: pd.DataFrame, columns: Columns) -> ImpactRows | None:
+        """The per-row values whose sums per bin or category give the model impact of the drifted rows;
+        None for a check that reports no impact."""
+        return None
+
+    def keeps_values(self) -> bool:
+        """Whether a statistic needs every present batch value of a numeric target."""
+        return False
 
     # --- interface ---------------------------------------------------------------------------------
 
@@ -151,26 +223,88 @@ class _DistributionDrift(Check):
         except NotApplicable as exc:
             return _Unusable(f"reference: {exc}", skipped=True)
 
-    def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
-        return [self._evaluate_target(current, t, summary, columns) for t, summary in profile.items()]
+    def partial(
+        self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns
+    ) -> dict[str, TargetPartial]:
+        """Per target, the counts of one partition of the batch, or the problem that stops the target."""
+        impact_rows = self.impact_values(current, columns)
+        return {
+            t: self._partial_target(current, t, summary, columns, impact_rows)
+            for t, summary in profile.items()
+        }
 
-    def _evaluate_target(
-        self, current: pd.DataFrame, target: str, summary: Any, columns: Columns
-    ) -> CheckResult:
+    def _partial_target(
+        self,
+        current: pd.DataFrame,
+        target: str,
+        summary: Any,
+        columns: Columns,
+        impact_rows: ImpactRows | None,
+    ) -> TargetPartial:
         rows = len(current)
+        if isinstance(summary, _Unusable):
+            return TargetPartial(rows)
+        try:
+            return self._tally(summary, self.values(current, target, columns), target, rows, impact_rows)
+        except CheckInputError as exc:
+            return TargetPartial(rows, problem=("error", str(exc)))
+        except NotApplicable as exc:
+            return TargetPartial(rows, problem=("skipped", str(exc)))
+
+    def _tally(
+        self,
+        summary: NumericSketch | CategoryCounts,
+        values: pd.Series,
+        target: str,
+        rows: int,
+        impact_rows: ImpactRows | None,
+    ) -> TargetPartial:
+        """One partition's counts of a target in the reference's categories or bins, with the model
+        impact sums per category or bin when the check reports impact."""
+        if isinstance(summary, CategoryCounts):
+            counts, groups = CategoryTally.from_series(values)
+            impact = ImpactSums.from_groups(impact_rows, groups) if impact_rows else None
+            return TargetPartial(rows, counts, impact)
+        present, dropped = present_values(values, target)
+        counts = NumericCounts.from_values(present, dropped, summary)
+        impact = (
+            ImpactSums.from_groups(impact_rows, counts.row_groups(summary, values)) if impact_rows else None
+        )
+        return TargetPartial(rows, counts, impact, values=present if self.keeps_values() else None)
+
+    def merge(self, states: list[dict[str, TargetPartial]]) -> dict[str, TargetPartial]:
+        """Target by target, in partition order."""
+        merged = dict(states[0])
+        for state in states[1:]:
+            for target, part in state.items():
+                merged[target] = merged[target].merge(part)
+        return merged
+
+    def finish(
+        self, state: dict[str, TargetPartial], profile: dict[str, Any], columns: Columns
+    ) -> list[CheckResult]:
+        """One result per target, from its merged counts."""
+        return [self._finish_target(t, summary, state[t]) for t, summary in profile.items()]
+
+    def _finish_target(self, target: str, summary: Any, part: TargetPartial) -> CheckResult:
+        rows = part.rows
         if isinstance(summary, _Unusable):
             make = CheckResult.skipped if summary.skipped else CheckResult.error
             return make(self.name, target, summary.reason, rows=rows)
+        if part.problem is not None:
+            make = CheckResult.skipped if part.problem[0] == "skipped" else CheckResult.error
+            return make(self.name, target, part.problem[1], rows=rows)
         try:
-            values = self.values(current, target, columns)
-            comparison = self.compare(summary, values, target)
+            comparison = self.compare(summary, part, target)
         except CheckInputError as exc:
             return CheckResult.error(self.name, target, str(exc), rows=rows)
         except NotApplicable as exc:
             return CheckResult.skipped(self.name, target, str(exc), rows=rows)
         result = self.graded(target, comparison, rows)
-        if result.severity != "none":
-            result.failing_rows, result.model_impact = self.impact(current, values, summary, columns)
+        if result.severity != "none" and part.impact is not None:
+            grown = part.counts.grown(summary)
+            result.failing_rows = part.impact.failing_rows(grown)
+            result.model_impact = part.impact.impact(grown)
         return result
 
     def graded(self, target: str, comparison: Comparison, rows: int) -> CheckResult:
@@ -199,12 +333,6 @@ class _DistributionDrift(Check):
             return {}
         return {"ks_statistic": kolmogorov(statistic, rows, reference_rows)}
 
-    def impact(
-        self, current: pd.DataFrame, values: pd.Series, summary: Any, columns: Columns
-    ) -> tuple[int | None, float | None]:
-        """Rows in drifted bins and their model impact; computed only by feature checks."""
-        return None, None
-
     def require_rows(self, n: int, target: str, side: str = "batch") -> None:
         if n < self.min_rows:
             raise NotApplicable(
@@ -224,44 +352,17 @@ class _DistributionDrift(Check):
         return summary
 
     def compare_numeric(
-        self, sketch: NumericSketch, values: pd.Series, target: str, tests: frozenset[str] = frozenset()
+        self, sketch: NumericSketch, part: TargetPartial, target: str, tests: frozenset[str] = frozenset()
     ) -> Comparison:
-        """PSI on the reference bins (plus KS / Wasserstein when asked) with one sort of the batch."""
-        present, dropped = present_values(values, target)
-        self.require_rows(len(present), target)
-        ordered = np.sort(present)
-        current = bin_counts(ordered, sketch.edges)
-        metrics, evidence = self.psi_of(sketch.counts, current)
-        if "ks" in tests:
-            metrics["ks_statistic"], metrics["ks_pvalue"] = sketch.ks(ordered)
-            evidence.update(self.ks_evidence(metrics["ks_statistic"], len(ordered), sketch.n))
-        if "wasserstein" in tests:
-            metrics["wasserstein"] = sketch.wasserstein(ordered)
-        details = {
-            "bins": len(sketch.counts),
-            "edges": sketch.edges.tolist(),
-            "reference_shares": (sketch.counts / sketch.n).tolist(),
-            "current_shares": (current / len(ordered)).tolist(),
-            "out_of_range_share": sketch.out_of_range(ordered),
-            "reference_range": _finite_range(sketch.points),
-            "current_range": _finite_range(ordered),
-            "reference_rows": sketch.n,
-            "dropped_rows": dropped,
-            "inf_rows": int(np.isinf(ordered).sum()),
-        }
-        if "ks" in tests:
-            details["ks_exact"] = sketch.exact
-        return Comparison(metrics, details, evidence)
-
-    def compare_numeric_counts(
-        self, sketch: NumericSketch, counts: NumericCounts, target: str, tests: frozenset[str] = frozenset()
-    ) -> Comparison:
-        """`compare_numeric` from a batch's merged `NumericCounts` (PSI and KS; not Wasserstein)."""
+        """PSI on the reference bins (plus KS / Wasserstein when asked) from the batch's counts."""
+        counts = part.counts
         self.require_rows(counts.present, target)
         metrics, evidence = self.psi_of(sketch.counts, counts.bins)
         if "ks" in tests:
             metrics["ks_statistic"], metrics["ks_pvalue"] = counts.ks(sketch)
             evidence.update(self.ks_evidence(metrics["ks_statistic"], counts.present, sketch.n))
+        if "wasserstein" in tests:
+            metrics["wasserstein"] = sketch.wasserstein(part.values)
         details = {
             "bins": len(sketch.counts),
             "edges": sketch.edges.tolist(),
@@ -279,18 +380,11 @@ class _DistributionDrift(Check):
         return Comparison(metrics, details, evidence)
 
     def compare_categories(
-        self, summary: CategoryCounts, values: pd.Series, target: str, chi2: bool = False
+        self, summary: CategoryCounts, tally: CategoryTally, target: str, chi2: bool = False
     ) -> Comparison:
         """PSI over the reference categories plus a pooled bin for unseen ones (and the chi-square test)."""
-        counts, dropped = value_counts(values)
-        return self.compare_category_counts(summary, counts, dropped, target, chi2)
-
-    def compare_category_counts(
-        self, summary: CategoryCounts, counts: pd.Series, dropped: int, target: str, chi2: bool = False
-    ) -> Comparison:
-        """`compare_categories` from the batch's category counts (string keys) and missing values."""
-        self.require_rows(int(counts.sum()), target)
-        ref, cur, unseen_names, unseen = summary.align(counts)
+        self.require_rows(int(tally.counts.sum()), target)
+        ref, cur, unseen_names, unseen = summary.align(tally.counts)
         metrics, evidence = self.psi_of(ref, cur)
         if chi2:
             metrics["chi2_statistic"], metrics["chi2_pvalue"] = chi_square(ref, cur)
@@ -300,7 +394,7 @@ class _DistributionDrift(Check):
             "unseen_share": unseen / cur.sum(),
             "unseen_examples": unseen_names[:DETAIL_CATEGORIES],
             "reference_rows": summary.n,
-            "dropped_rows": dropped,
+            "dropped_rows": tally.dropped,
         }
         return Comparison(metrics, details, evidence)
 
@@ -322,143 +416,17 @@ def _largest_changes(
     return {names[i]: {"reference": float(ref_share[i]), "current": float(cur_share[i])} for i in order}
 
 
-@dataclass(frozen=True)
-class CategoryTally:
-    """A batch's category counts (string keys, in order of first appearance) and missing values."""
-
-    counts: pd.Series
-    dropped: int
-
-    def merge(self, other: CategoryTally) -> CategoryTally:
-        """Counts of the union of two partitions, first-appearance order kept."""
-        counts = pd.concat([self.counts, other.counts]).groupby(level=0, sort=False).sum()
-        return CategoryTally(counts, self.dropped + other.dropped)
-
-
-@dataclass(frozen=True)
-class TargetPartial:
-    """One target's mergeable state over one or more partitions of a batch: the row count, the
-    batch counts, the model-impact sums per bin or category, or the problem that stops the target."""
-
-    rows: int
-    counts: NumericCounts | CategoryTally | None = None
-    impact: ImpactSums | None = None
-    problem: tuple[str, str] | None = None
-
-    def merge(self, other: TargetPartial) -> TargetPartial:
-        """State of the union of two partitions; the first problem met wins."""
-        problem = self.problem or other.problem
-        both = problem is None and self.counts is not None and other.counts is not None
-        return TargetPartial(
-            rows=self.rows + other.rows,
-            counts=self.counts.merge(other.counts) if both else (self.counts or other.counts),
-            impact=self.impact.merge(other.impact) if both and self.impact and other.impact else None,
-            problem=problem,
-        )
-
-
 @dataclass(kw_only=True)
 class _FeatureDrift(_DistributionDrift):
-    """Feature drift with model impact: the performance gap of rows in over-represented bins."""
+    """Feature drift with model impact: the performance gap of the rows in the bins or categories
+    whose share grew from the reference."""
 
     per_feature: ClassVar[bool] = True
 
     compute_impact: bool = True
 
-    def impact(
-        self, current: pd.DataFrame, values: pd.Series, summary: Any, columns: Columns
-    ) -> tuple[int | None, float | None]:
-        if not self.compute_impact:
-            return None, None
-        failing = self.over_represented(values, summary)
-        return int(failing.sum()), model_impact(current, failing, columns)
-
-    def over_represented(self, values: pd.Series, summary: Any) -> np.ndarray:
-        """Mask of the batch rows that fall in a bin whose share grew from the reference."""
-        raise NotImplementedError
-
-    # --- partitioned batches: partial -> merge -> finish --------------------------------------------
-
-    # Whether the check can be evaluated partition by partition and merged (see `partial`).
-    mergeable: ClassVar[bool] = False
-
-    def merge_limit(self) -> str | None:
-        """Why this configuration cannot be merged across partitions, or None when it can."""
-        return None if self.mergeable else f"{self.name} has no mergeable evaluation"
-
-    def partial(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> dict[str, Any]:
-        """Mergeable state of one partition of the batch, per target."""
-        row_values = ImpactSums.row_values(current, columns) if self.compute_impact else ("none", None)
-        return {
-            t: self._partial_target(current, t, summary, columns, row_values)
-            for t, summary in profile.items()
-        }
-
-    def _partial_target(
-        self,
-        current: pd.DataFrame,
-        target: str,
-        summary: Any,
-        columns: Columns,
-        row_values: tuple[str, np.ndarray | None],
-    ) -> TargetPartial:
-        rows = len(current)
-        if isinstance(summary, _Unusable):
-            return TargetPartial(rows)
-        try:
-            values = self.values(current, target, columns)
-            counts, codes, labels = self.partial_counts(summary, values, target)
-        except CheckInputError as exc:
-            return TargetPartial(rows, problem=("error", str(exc)))
-        except NotApplicable as exc:
-            return TargetPartial(rows, problem=("skipped", str(exc)))
-        impact = ImpactSums.from_codes(row_values, codes, labels) if self.compute_impact else None
-        return TargetPartial(rows, counts, impact)
-
-    def partial_counts(self, summary: Any, values: pd.Series, target: str) -> tuple[Any, np.ndarray, list]:
-        """One partition's batch counts, and each row's group (bin or category) for the impact sums."""
-        raise NotImplementedError
-
-    def merge(self, states: list[dict[str, Any]]) -> dict[str, Any]:
-        """The state of the whole batch from the states of its partitions (in partition order)."""
-        merged = dict(states[0])
-        for state in states[1:]:
-            for target, part in state.items():
-                merged[target] = merged[target].merge(part)
-        return merged
-
-    def finish(self, state: dict[str, Any], profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
-        """The results `evaluate` gives on the whole batch, from its merged state."""
-        return [self._finish_target(t, summary, state[t]) for t, summary in profile.items()]
-
-    def _finish_target(self, target: str, summary: Any, part: TargetPartial) -> CheckResult:
-        rows = part.rows
-        if isinstance(summary, _Unusable):
-            make = CheckResult.skipped if summary.skipped else CheckResult.error
-            return make(self.name, target, summary.reason, rows=rows)
-        if part.problem is not None:
-            make = CheckResult.skipped if part.problem[0] == "skipped" else CheckResult.error
-            return make(self.name, target, part.problem[1], rows=rows)
-        try:
-            comparison = self.compare_counts(summary, part.counts, target)
-        except CheckInputError as exc:
-            return CheckResult.error(self.name, target, str(exc), rows=rows)
-        except NotApplicable as exc:
-            return CheckResult.skipped(self.name, target, str(exc), rows=rows)
-        result = self.graded(target, comparison, rows)
-        if result.severity != "none" and self.compute_impact and part.impact is not None:
-            grown = self.grown_groups(summary, part.counts)
-            result.failing_rows = part.impact.failing_rows(grown)
-            result.model_impact = part.impact.impact(grown)
-        return result
-
-    def compare_counts(self, summary: Any, counts: Any, target: str) -> Comparison:
-        """Metrics and details from the merged batch counts (as `compare` from the values)."""
-        raise NotImplementedError
-
-    def grown_groups(self, summary: Any, counts: Any) -> list[Any]:
-        """The bins or categories whose share grew from the reference (the failing rows' groups)."""
-        raise NotImplementedError
+    def impact_values(self, current: pd.DataFrame, columns: Columns) -> ImpactRows | None:
+        return ImpactRows.of(current, columns) if self.compute_impact else None
 
 
 @register
@@ -491,39 +459,16 @@ class NumericDrift(_FeatureDrift):
     def summarise(self, values: pd.Series, target: str, columns: Columns) -> NumericSketch:
         return self.numeric_summary(values, target)
 
-    def compare(self, summary: NumericSketch, values: pd.Series, target: str) -> Comparison:
-        return self.compare_numeric(summary, values, target, frozenset(self.tests))
+    def compare(self, summary: NumericSketch, part: TargetPartial, target: str) -> Comparison:
+        return self.compare_numeric(summary, part, target, frozenset(self.tests))
 
-    mergeable: ClassVar[bool] = True
+    def keeps_values(self) -> bool:
+        return "wasserstein" in self.tests
 
     def merge_limit(self) -> str | None:
-        if "wasserstein" in self.tests:
+        if self.keeps_values():
             return "the Wasserstein distance needs every batch value: it is not mergeable across partitions"
         return None
-
-    def partial_counts(
-        self, summary: NumericSketch, values: pd.Series, target: str
-    ) -> tuple[NumericCounts, np.ndarray, list]:
-        present, dropped = present_values(values, target)
-        raw = values.to_numpy(dtype=float, na_value=np.nan)
-        k = len(summary.counts)
-        codes = np.where(np.isnan(raw), k, summary.bin_index(raw))
-        return NumericCounts.from_values(present, dropped, summary), codes, [*range(k), None]
-
-    def compare_counts(self, summary: NumericSketch, counts: NumericCounts, target: str) -> Comparison:
-        return self.compare_numeric_counts(summary, counts, target, frozenset(self.tests))
-
-    def grown_groups(self, summary: NumericSketch, counts: NumericCounts) -> list[Any]:
-        grew = counts.bins / max(counts.present, 1) > summary.counts / summary.n
-        return np.flatnonzero(grew).tolist()
-
-    def over_represented(self, values: pd.Series, summary: NumericSketch) -> np.ndarray:
-        raw = values.to_numpy(dtype=float, na_value=np.nan)
-        present = ~np.isnan(raw)
-        index = summary.bin_index(raw)
-        cur = np.bincount(index[present], minlength=len(summary.counts))
-        grew = cur / max(present.sum(), 1) > summary.counts / summary.n
-        return present & grew[index]
 
 
 @register
@@ -541,37 +486,8 @@ class CategoricalDrift(_FeatureDrift):
     def summarise(self, values: pd.Series, target: str, columns: Columns) -> CategoryCounts:
         return self.category_summary(values, target)
 
-    def compare(self, summary: CategoryCounts, values: pd.Series, target: str) -> Comparison:
-        return self.compare_categories(summary, values, target, chi2=True)
-
-    mergeable: ClassVar[bool] = True
-
-    def partial_counts(
-        self, summary: CategoryCounts, values: pd.Series, target: str
-    ) -> tuple[CategoryTally, np.ndarray, list]:
-        counts, dropped = value_counts(values)
-        codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        codes = np.where(codes < 0, len(uniques), codes)
-        return CategoryTally(counts, dropped), codes, [*map(str, uniques), None]
-
-    def compare_counts(self, summary: CategoryCounts, counts: CategoryTally, target: str) -> Comparison:
-        return self.compare_category_counts(summary, counts.counts, counts.dropped, target, chi2=True)
-
-    def grown_groups(self, summary: CategoryCounts, counts: CategoryTally) -> list[Any]:
-        ref_share = pd.Series(summary.counts / summary.n, index=list(summary.categories))
-        cur_share = counts.counts / counts.counts.sum()
-        grew = cur_share.to_numpy() > ref_share.reindex(cur_share.index, fill_value=0).to_numpy()
-        return list(cur_share.index[grew])
-
-    def over_represented(self, values: pd.Series, summary: CategoryCounts) -> np.ndarray:
-        counts, _ = value_counts(values)
-        ref_share = pd.Series(summary.counts / summary.n, index=list(summary.categories))
-        cur_share = counts / counts.sum()
-        grew = cur_share.index[
-            cur_share.to_numpy() > ref_share.reindex(cur_share.index, fill_value=0).to_numpy()
-        ]
-        keys = values.astype(str)
-        return (keys.isin(set(grew)) & values.notna()).to_numpy()
+    def compare(self, summary: CategoryCounts, part: TargetPartial, target: str) -> Comparison:
+        return self.compare_categories(summary, part.counts, target, chi2=True)
 
 
 def _is_discrete(values: pd.Series, columns: Columns) -> bool:
@@ -626,6 +542,12 @@ class _LabelDistribution(_DistributionDrift):
             return self.category_summary(values, target)
         return self.numeric_summary(values, target)
 
+    def merge_limit(self) -> str | None:
+        return (
+            "a label's classes are read from the whole batch column (whole-number floats name integer "
+            "classes): it is not mergeable across partitions"
+        )
+
 
 @register
 @dataclass(kw_only=True)
@@ -646,12 +568,13 @@ class LabelDrift(_LabelDistribution):
         "ks_statistic": KS_METRIC,
     }
 
-    def compare(self, summary: NumericSketch | CategoryCounts, values: pd.Series, target: str) -> Comparison:
+    def compare(
+        self, summary: NumericSketch | CategoryCounts, part: TargetPartial, target: str
+    ) -> Comparison:
         if isinstance(summary, NumericSketch):
-            return self.compare_numeric(summary, values, target, frozenset({"ks"}))
-        counts, dropped = value_counts(values)
-        comparison = self.compare_category_counts(summary, counts, dropped, target)
-        evidence, details = share_change(summary, counts)
+            return self.compare_numeric(summary, part, target, frozenset({"ks"}))
+        comparison = self.compare_categories(summary, part.counts, target)
+        evidence, details = share_change(summary, part.counts.counts)
         return Comparison(
             {"share_change": evidence.estimate, **comparison.metrics},
             {**details, **comparison.details},

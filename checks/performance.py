@@ -23,6 +23,7 @@ from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.evidence import auc_standard_error, bootstrap_standard_error, normal
+from driftline.checks.mergeable import Mergeable
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 from driftline.checks.subset import macro_from_counts
@@ -171,8 +172,6 @@ def _setup(reference: pd.DataFrame, columns: Columns, classes: list[Any] | None)
 
 # Lower is better for these, and their units are the data's: they are graded on their relative change.
 LOSSES = frozenset({"log_loss", "mae", "rmse"})
-SCORE_THRESHOLDS = (0.01, 0.02, 0.05)
-LOSS_THRESHOLDS = (0.05, 0.1, 0.2)
 
 
 def _metric_names(setup: _Setup) -> tuple[str, ...]:
@@ -338,7 +337,7 @@ class OverallProfile:
 
 @register
 @dataclass(kw_only=True)
-class OverallMetrics(Check):
+class OverallMetrics(Mergeable):
     """Overall metrics degradation: accuracy, F1, AUC and log loss (classification; macro F1 and
     one-vs-rest AUC for multiclass) or MAE and RMSE (regression), batch against reference.
 
@@ -355,14 +354,14 @@ class OverallMetrics(Check):
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "degradation": Metric(
-            SCORE_THRESHOLDS,
+            (0.01, 0.02, 0.05),
             change="drop of accuracy, F1 or AUC from the reference value, in the metric's units "
             "(0.02 = two points)",
             uncertainty="normal: accuracy and F1 by a seeded multinomial bootstrap of the confusion "
             "counts, AUC by Hanley–McNeil; the batch's and the reference's variances added",
         ),
         "relative_degradation": Metric(
-            LOSS_THRESHOLDS,
+            (0.05, 0.1, 0.2),
             change="rise of log loss, MAE or RMSE relative to the reference value",
             uncertainty="normal: standard error of the mean per-row loss (RMSE by the delta method), "
             "the batch's and the reference's variances added, divided by the reference value",
@@ -397,20 +396,11 @@ class OverallMetrics(Check):
         out = _outputs(frame, columns, None, list(setup.scores))
         return replace(out, truth=out.truth.astype(float))
 
-    def evaluate(self, current: pd.DataFrame, profile: OverallProfile, columns: Columns) -> list[CheckResult]:
-        return self.finish(self.partial(current, profile, columns), profile, columns)
-
-    # --- partitioned batches: partial -> merge -> finish --------------------------------------------
+    # --- partial -> merge -> finish -------------------------------------------------------------------
     #
     # Accuracy and F1 merge as confusion counts, MAE / RMSE / log loss as sums of per-row losses and
     # of their squares; AUC has no exact mergeable form, so its partial state gathers the labels and
-    # scores (two columns, not the batch) and computes it once at the end. `evaluate` is one partition.
-
-    mergeable: ClassVar[bool] = True
-
-    def merge_limit(self) -> str | None:
-        """Every metric of this check merges (AUC by gathering labels and scores)."""
-        return None
+    # scores (two columns, not the batch) and computes it once at the end.
 
     def partial(self, current: pd.DataFrame, profile: OverallProfile, columns: Columns) -> dict[str, Any]:
         """Mergeable state of one partition: per metric, its counts or sums (or an error)."""
@@ -590,6 +580,7 @@ class CalibrationComparison(Check):
             "and mean score per bin, binning noise subtracted)",
             uncertainty="normal: seeded multinomial bootstrap of the (bin, outcome) counts of each "
             "side, their variances added",
+            figure="calibration",
         )
     }
     min_verdict_rows: ClassVar[int] = MIN_VERDICT_ROWS

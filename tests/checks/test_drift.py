@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from driftline.checks import registry
-from driftline.checks.binning import CategoryCounts, NumericSketch, psi
+from driftline.checks.binning import CategoryCounts, NumericSketch, bin_codes, psi
 from driftline.checks.columns import Columns, infer_columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.runner import run_check
@@ -185,6 +185,8 @@ def test_numeric_drops_nan_and_keeps_inf_in_the_outer_bins():
     result = only_result("drift.numeric", current, Columns(numeric=("x",)), reference)
     assert result.details["dropped_rows"] == 10 and result.details["inf_rows"] == 7
     kept = current["x"].to_numpy()[10:]
+    finite = kept[np.isfinite(kept)]
+    assert result.details["current_range"] == [finite.min(), finite.max()]
     assert result.metrics["ks_statistic"] == pytest.approx(stats.ks_2samp(reference["x"], kept).statistic)
     edges = np.quantile(reference["x"], np.arange(1, 10) / 10, method="inverted_cdf")
     assert result.details["current_shares"][0] == pytest.approx(np.mean(kept <= edges[0]))
@@ -204,6 +206,32 @@ def test_numeric_model_impact_on_drifted_rows():
     assert result.failing_rows == int(in_last_bin.sum())
     expected = wrong[in_last_bin].mean() - wrong[~in_last_bin].mean()
     assert result.model_impact == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("bins", [10, 100])  # edges compared one by one, and by binary search
+def test_numeric_model_impact_without_labels_is_the_change_in_mean_score(bins: int) -> None:
+    n = 400
+    reference = pd.DataFrame({"x": np.linspace(0, 1, n), "score": 0.5})
+    x = np.r_[np.linspace(0, 1, n // 2), np.full(n // 2, 2.0)]
+    score = np.random.default_rng(RNG_SEED).random(n)
+    score[::7] = np.nan
+    current = pd.DataFrame({"x": x, "score": score})
+    check = registry.create("drift.numeric", {"bins": bins})
+    result = only_result(check, current, Columns(numeric=("x",), score="score"), reference)
+    # only the last (open) bin grew: the 200 out-of-range rows plus the top 1 / bins of the rest
+    last_edge = np.sort(reference["x"])[(bins - 1) * n // bins - 1]
+    in_last_bin = x > last_edge
+    assert result.failing_rows == int(in_last_bin.sum())
+    expected = abs(np.nanmean(score[in_last_bin]) - np.nanmean(score[~in_last_bin]))
+    assert result.model_impact == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("edges", [3, 200])
+def test_bin_codes_are_right_closed_bins(edges: int) -> None:
+    rng = np.random.default_rng(edges)
+    cuts = np.unique(rng.normal(size=edges))
+    values = np.r_[rng.normal(size=2000), cuts, -np.inf, np.inf]
+    assert np.array_equal(bin_codes(values, cuts), np.digitize(values, cuts, right=True))
 
 
 def test_numeric_sketch_is_small_and_picklable():

@@ -1,5 +1,6 @@
 """Mergeable checks: evaluated partition by partition and merged, they give the results `evaluate`
-gives on the whole batch (counts exactly, sums within rounding), for every supported check."""
+gives on the whole batch (counts exactly, sums within rounding), for every mergeable check of the
+catalog."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from scipy import stats
 
 from driftline.checks import registry
 from driftline.checks.columns import Columns
+from driftline.checks.mergeable import Mergeable, merge_obstacle
+from driftline.checks.runner import missing_role
 from tests.scale.helpers import assert_same, merged_results, mixed_frame, split
 
 BINARY = Columns(
@@ -18,16 +21,26 @@ BINARY = Columns(
 NO_LABELS = Columns(numeric=("x", "ties", "wide"), categorical=("cat",), score="score")
 SIZES = [700, 0, 1300, 450]  # uneven, one empty partition, the rest in the last
 
-CASES = [
-    ("drift.numeric", {}),
+
+def mergeable_checks() -> list[str]:
+    """Every check of the catalog that is `Mergeable` and merges in its default configuration."""
+    registry.load_catalog()
+    return [
+        name
+        for name in registry.names()
+        if issubclass(registry.get(name), Mergeable) and merge_obstacle(registry.create(name)) is None
+    ]
+
+
+MERGEABLE = mergeable_checks()
+VARIANTS = [
     ("drift.numeric", {"sketch_size": 50, "bins": 7}),  # KS on a sketch smaller than the distinct values
     ("drift.numeric", {"smoothing": 0.0, "compute_impact": False}),
-    ("drift.categorical", {}),
-    ("abnormal.nulls", {}),
     ("abnormal.out_of_range", {"max_failing_ids": 25}),
-    ("abnormal.numeric_outliers", {}),
-    ("performance.overall", {}),
 ]
+CASES = [(name, {}) for name in MERGEABLE] + VARIANTS
+# The checks that report the model impact of their failing rows on this data.
+IMPACT_CHECKS = ("drift.numeric", "drift.categorical", "abnormal.nulls", "abnormal.out_of_range")
 
 
 def _check_both(
@@ -41,13 +54,31 @@ def _check_both(
     return single
 
 
-# Every case with labels, and without them where the check has something to compute.
+# Every case with labels, and without them where the check has the roles it needs.
 WITH_AND_WITHOUT_LABELS = [
     pytest.param(name, params, columns, id=f"{name}-{kind}-{i}")
     for i, (name, params) in enumerate(CASES)
     for kind, columns in (("labels", BINARY), ("no-labels", NO_LABELS))
-    if kind == "labels" or name != "performance.overall"
+    if missing_role(registry.create(name, params), columns) is None
 ]
+
+
+def test_the_catalog_names_its_mergeable_checks() -> None:
+    """The cases come from the registry; the checks known to merge are among them, the label drift
+    checks (their classes depend on the whole label column) and the plain checks are not."""
+    assert {
+        "drift.numeric",
+        "drift.categorical",
+        "drift.prediction",
+        "drift.predicted_label",
+        "abnormal.nulls",
+        "abnormal.out_of_range",
+        "abnormal.numeric_outliers",
+        "performance.overall",
+    } <= set(MERGEABLE)
+    assert not {"drift.label", "drift.label_psi", "abnormal.rare_categories", "drift.correlation"} & set(
+        MERGEABLE
+    )
 
 
 @pytest.mark.parametrize(("name", "params", "columns"), WITH_AND_WITHOUT_LABELS)
@@ -57,9 +88,7 @@ def test_merged_equals_single_machine(name: str, params: dict, columns: Columns)
     reference, batch = mixed_frame(3000, seed=1), mixed_frame(2900, seed=2, shift=0.6)
     single = _check_both(name, params, columns, reference, batch)
     assert any(r["status"] == "ok" for r in single)
-    if name.startswith(("drift.", "abnormal.nulls", "abnormal.out_of_range")) and params.get(
-        "compute_impact", True
-    ):
+    if name in IMPACT_CHECKS and params.get("compute_impact", True):
         assert any(r.get("model_impact") is not None for r in single), "impact path not exercised"
 
 
@@ -118,11 +147,32 @@ def test_a_missing_column_stops_only_its_target_in_every_partition() -> None:
         assert any(r["target"] == "wide" and r["status"] == "error" for r in single)
 
 
-def test_wasserstein_is_declared_not_mergeable() -> None:
-    """A configuration that needs every batch value says so instead of merging wrongly."""
-    assert registry.create("drift.numeric", {"tests": ["ks", "wasserstein"]}).merge_limit()
-    assert registry.create("drift.numeric", {}).merge_limit() is None
-    assert not getattr(registry.create("drift.label", {}), "mergeable", False)
+def test_what_does_not_merge_says_why() -> None:
+    """A configuration that needs every batch value, a check whose state does not add up and a check
+    without the protocol each say why instead of merging wrongly."""
+    wasserstein = registry.create("drift.numeric", {"tests": ["ks", "wasserstein"]})
+    assert "Wasserstein" in merge_obstacle(wasserstein)
+    assert merge_obstacle(registry.create("drift.numeric", {})) is None
+    assert "whole batch column" in merge_obstacle(registry.create("drift.label", {}))
+    assert "do not add up" in merge_obstacle(registry.create("abnormal.rare_categories", {}))
+    plain = registry.create("drift.correlation", {})
+    assert not isinstance(plain, Mergeable)
+    assert merge_obstacle(plain) == "drift.correlation has no mergeable evaluation"
+
+
+def test_an_unmergeable_configuration_still_evaluates_whole_batches() -> None:
+    """With Wasserstein the PSI and KS are those of the mergeable configuration, and the distance is
+    scipy's over the finite values."""
+    reference, batch = mixed_frame(3000, seed=1), mixed_frame(2900, seed=2, shift=0.6)
+    columns = Columns(numeric=("wide",))
+    plain, wasserstein = (
+        registry.create("drift.numeric", {"tests": tests}) for tests in (["ks"], ["ks", "wasserstein"])
+    )
+    (one,) = plain.evaluate(batch, plain.fit(reference, columns), columns)
+    (other,) = wasserstein.evaluate(batch, wasserstein.fit(reference, columns), columns)
+    assert {k: v for k, v in other.metrics.items() if k != "wasserstein"} == one.metrics
+    expected = stats.wasserstein_distance(reference["wide"], batch["wide"])
+    assert other.metrics["wasserstein"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_performance_errors_merge_like_the_single_path() -> None:
