@@ -229,6 +229,7 @@ class AttributionAUC(_SlicingCheck):
             "attribution in the same slice (its rule applied to the reference sample)",
             uncertainty="normal bound, the standard errors of both means combined (the spread of the "
             "batch's estimating rows and of the reference rows in the slice)",
+            figure="tree",
         )
     }
     # Two slices' worth of rows at the default leaf size: one growing, one estimating part.
@@ -304,6 +305,7 @@ class AttributionCompare(_SlicingCheck):
             change="audit of two models on the same batch, not a change against the reference: the "
             "slice's held-out mean of candidate minus baseline normalised attribution",
             uncertainty="normal bound on the standard error of that held-out mean",
+            figure="tree",
         )
     }
     min_verdict_rows: ClassVar[int] = 2 * TreeSettings.min_leaf_size
@@ -373,6 +375,7 @@ class AttributionPairs(Check):
             "reference, both cut with the reference's slices",
             uncertainty="normal bound; each side's DeLong variance of its headroom (placement values "
             "over positives and over negatives), combined",
+            figure="matrix",
         )
     }
 

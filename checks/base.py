@@ -15,33 +15,28 @@ from driftline.checks.errors import CheckInputError
 from driftline.checks.evidence import Evidence, grade_results
 from driftline.checks.result import CheckResult, severity_for, worst_severity
 
-# Roles a check may declare in `needs`; the runner skips the check when one is absent.
-ROLES = frozenset(
-    {
-        "label",
-        "prediction",
-        "score",
-        "query_id",
-        "class_scores",
-        "protected",
-        "features",
-        "numeric",
-        "categorical",
-        "text",
-    }
-)
+# The pictures the report draws (`Metric.figure`): reference vs batch distribution, subsets beside
+# their baselines, calibration curves, and the attribution's slice tree and pair cross matrix.
+FIGURES = ("distribution", "subsets", "calibration", "tree", "matrix")
 
 
 @dataclass(frozen=True)
 class Metric:
-    """A thresholded metric as its check declares it, once: grading, the report and alert rules read
-    this. `change` says how its change against the reference is measured, `uncertainty` how its
-    confidence bound is computed (see `checks.evidence`)."""
+    """A metric as its check declares it, once: grading, the report and alert rules read this.
+    `change` says how its change against the reference is measured, `uncertainty` how its confidence
+    bound is computed (see `checks.evidence`), `figure` which picture the report draws for a result
+    carrying it (None: none). A metric without thresholds is reported, not graded: it is declared for
+    its direction."""
 
     thresholds: tuple[float, ...]
     higher_is_worse: bool = True
     change: str = "its value, against absolute thresholds"
     uncertainty: str = "none: graded on its value"
+    figure: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.figure is not None and self.figure not in FIGURES:
+            raise ValueError(f"figure {self.figure!r} is not one the report draws: {FIGURES}")
 
 
 @dataclass(kw_only=True)
@@ -60,8 +55,8 @@ class Check(ABC):
     needs: ClassVar[frozenset[str]] = frozenset()
     default_thresholds: ClassVar[Mapping[str, tuple[float, ...]]] = {}
     lower_is_worse: ClassVar[frozenset[str]] = frozenset()
-    # The thresholded metrics, declared once; checks that declare none get them from
-    # `default_thresholds` and `lower_is_worse`.
+    # The metrics, declared once (the graded ones with their thresholds); checks that declare none
+    # get them from `default_thresholds` and `lower_is_worse`.
     declared_metrics: ClassVar[Mapping[str, Metric]] = {}
     # Below this many batch rows no verdict is possible: the check is `skipped`, naming the minimum.
     min_verdict_rows: ClassVar[int] = 1
@@ -74,10 +69,13 @@ class Check(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Keep `declared_metrics`, `default_thresholds` and `lower_is_worse` one fact: a class that
-        declares its metrics sets the other two from them; one that does not gets them declared."""
+        declares its metrics sets the other two from them (thresholds of the graded ones, directions
+        of all); one that does not gets them declared."""
         super().__init_subclass__(**kwargs)
         if "declared_metrics" in cls.__dict__:
-            cls.default_thresholds = {m: d.thresholds for m, d in cls.declared_metrics.items()}
+            cls.default_thresholds = {
+                m: d.thresholds for m, d in cls.declared_metrics.items() if d.thresholds
+            }
             cls.lower_is_worse = frozenset(
                 m for m, d in cls.declared_metrics.items() if not d.higher_is_worse
             )

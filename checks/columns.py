@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -33,7 +33,7 @@ SINGLE_ROLES = ("id", "timestamp", "label", "prediction", "score", "query_id")
 LIST_ROLES = ("categorical", "numeric", "text", "time", "protected", "class_scores", "ignore")
 FEATURE_KINDS = ("numeric", "categorical", "text")
 # Every key `columns:` accepts.
-ROLE_KEYS = (*SINGLE_ROLES, *LIST_ROLES, "task", "extra")
+ROLE_KEYS = (*SINGLE_ROLES, *LIST_ROLES, "task")
 # Values of Parquet list, map and struct columns as pandas reads them.
 NESTED_TYPES = (list, tuple, dict, set, frozenset, np.ndarray)
 MIXED_KINDS = ("mixed", "mixed-integer")  # what `infer_dtype` says of a column holding such values
@@ -61,7 +61,6 @@ class Columns:
     class_scores: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     task: Task | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -169,14 +168,16 @@ def infer_columns(frame: pd.DataFrame, given: Mapping[str, Any] | None = None) -
     task = given.get("task")
     if task is None and roles["label"] and not is_nested(frame[roles["label"]]):
         task = infer_task(frame[roles["label"]])
-    return Columns(**roles, task=task, extra=given.get("extra") or {})
+    return Columns(**roles, task=task)
 
 
 def split_roles(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(check parameters, column roles) of one flat mapping: `label=...`, `numeric=[...]` and the like
     are column roles, the rest configure the check (as `driftline evaluate --param` takes them)."""
-    keys = {*SINGLE_ROLES, *LIST_ROLES, "task"}
-    return {k: v for k, v in params.items() if k not in keys}, {k: v for k, v in params.items() if k in keys}
+    return (
+        {k: v for k, v in params.items() if k not in ROLE_KEYS},
+        {k: v for k, v in params.items() if k in ROLE_KEYS},
+    )
 
 
 def is_row_number(values: pd.Series) -> bool:

@@ -652,7 +652,9 @@ class _FairnessCheck(Check):
     needs: ClassVar[frozenset[str]] = frozenset({"protected", "label"})
     uses_label: ClassVar[bool] = True
     uses_prediction: ClassVar[bool] = True
-    metric_name: ClassVar[str]
+    # The name of the fairness index the check reports (its metric at its level, `<index>_change`
+    # against the reference).
+    index_name: ClassVar[str]
 
     positive_label: Label = 1
     score_threshold: float = 0.5
@@ -683,11 +685,12 @@ class _FairnessCheck(Check):
     def _undefined(self) -> str:
         return f"{self.name} is undefined on this batch"
 
-    def _metric(self) -> str:
-        return self.metric_name
+    def _index(self) -> str:
+        """The reported index: its level is graded in an audit, its change against the reference else."""
+        return self.index_name
 
     def _graded_metric(self) -> str:
-        return self._metric() if self.compare_to == "none" else f"{self._metric()}_change"
+        return self._index() if self.compare_to == "none" else f"{self._index()}_change"
 
     def _enough(self, rows: np.ndarray, reference_rows: np.ndarray) -> np.ndarray:
         """Whether the batch (and, against the reference, the reference) has enough rows."""
@@ -750,9 +753,9 @@ class _FairnessCheck(Check):
             "prediction_from": batch.prediction_from,
             **extra,
         }
-        metric = self._graded_metric()
+        graded_metric = self._graded_metric()
         metrics = {
-            metric: evidence.estimate,
+            graded_metric: evidence.estimate,
             "value": measured.value,
             "reference_value": profile.get("value"),
         }
@@ -763,7 +766,7 @@ class _FairnessCheck(Check):
             failing_rows=int(failing.sum()),
             model_impact=model_impact(batch.frame, failing, columns),
             details=details,
-            evidence={metric: evidence},
+            evidence={graded_metric: evidence},
         )
         return [result]
 
@@ -911,6 +914,7 @@ def _reduce_graded(values: np.ndarray, graded: np.ndarray, reduction: str) -> np
 class _ComparisonCheck(_FairnessCheck):
     """A metric compared across subgroups, reduced over the comparisons by `reduction`."""
 
+    # The quantity compared, as `_fairness_core` names it (a rate, `base_rate`, `theil_index`).
     metric: ClassVar[str]
 
     reduction: str = "mean"
@@ -998,7 +1002,7 @@ class _DisparityCheck(_ComparisonCheck):
     def _distance(self) -> str | None:
         return self.distance_measure
 
-    def _metric(self) -> str:
+    def _index(self) -> str:
         return "disparity" if self.distance_measure == "diff" else "disparity_ratio"
 
 
@@ -1092,7 +1096,7 @@ class TheilIndex(_ComparisonCheck):
 
     name: ClassVar[str] = "fairness.theil_index"
     metric: ClassVar[str] = "theil_index"
-    metric_name: ClassVar[str] = "theil_index"
+    index_name: ClassVar[str] = "theil_index"
     declared_metrics: ClassVar[dict[str, Metric]] = _declared(
         "theil_index", (0.002, 0.005, 0.02), (0.002, 0.005, 0.02)
     )
@@ -1135,7 +1139,7 @@ class Consistency(_LabelCheck):
     rows| in the protected attributes (ties averaged); 0 when neighbours always agree."""
 
     name: ClassVar[str] = "fairness.consistency"
-    metric_name: ClassVar[str] = "consistency"
+    index_name: ClassVar[str] = "consistency"
     declared_metrics: ClassVar[dict[str, Metric]] = _declared(
         "consistency", (0.3, 0.4, 0.5), (0.05, 0.1, 0.2)
     )
@@ -1174,7 +1178,7 @@ class SmoothedEDF(_LabelCheck):
     """
 
     name: ClassVar[str] = "fairness.smoothed_edf"
-    metric_name: ClassVar[str] = "smoothed_edf"
+    index_name: ClassVar[str] = "smoothed_edf"
     declared_metrics: ClassVar[dict[str, Metric]] = _declared(
         "smoothed_edf", (0.1, 0.25, 0.5), (0.1, 0.25, 0.5)
     )

@@ -63,11 +63,16 @@ from driftline.checks.slicing import (
 COMPARE_TO = ("reference", "batch")
 SCALE_FREE = (0.05, 0.10, 0.15)
 RELATIVE = (0.25, 0.5, 1.0)
+# The reported subset's value of the check's metric: its declaration holds the metric's direction.
+SUBSET_VALUE = "subset_value"
 
 
-def subset_metrics(uncertainty: str, relative: bool = False) -> dict[str, Metric]:
-    """The thresholded metrics of a subset check whose standard errors come from `uncertainty`:
-    the change against the reference (default) and the audit difference against the whole batch."""
+def subset_metrics(
+    uncertainty: str, relative: bool = False, higher_is_worse: bool = False
+) -> dict[str, Metric]:
+    """The metrics of a subset check whose standard errors come from `uncertainty`: the graded change
+    against the reference (default) and audit difference against the whole batch, and the reported
+    subset's value, which declares whether higher values of the check's metric are worse."""
     prefix, thresholds = ("relative_", RELATIVE) if relative else ("", SCALE_FREE)
     scale = " over the reference value" if relative else ""
     return {
@@ -76,12 +81,21 @@ def subset_metrics(uncertainty: str, relative: bool = False) -> dict[str, Metric
             change=f"the subset's metric in the batch against the same subset in the reference{scale}, "
             "signed so that larger is worse (the subset with the surest change per feature)",
             uncertainty=f"normal bound, both sides' standard errors combined; {uncertainty}",
+            figure="subsets",
         ),
         f"{prefix}difference": Metric(
             thresholds,
             change=f"audit (compare_to: batch): the subset against the whole batch{scale}, signed so "
             "that larger is worse; not a change against the reference",
             uncertainty=f"normal bound on the subset's standard error; {uncertainty}",
+            figure="subsets",
+        ),
+        SUBSET_VALUE: Metric(
+            (),
+            higher_is_worse=higher_is_worse,
+            change="reported, not graded: the reported subset's metric in the batch (its reference, "
+            "batch and overall values are in the same units)",
+            uncertainty="none: not graded",
         ),
     }
 
@@ -214,7 +228,6 @@ class SubsetCheck(Check):
     family: ClassVar[str] = "subset"
     per_feature: ClassVar[bool] = True
     metric: ClassVar[str]
-    higher_is_better: ClassVar[bool] = True
     relative: ClassVar[bool] = False
     # What `SubsetValues.support` counts: a subset is graded when both sides have `min_subset_size`.
     support_rows: ClassVar[str] = "usable rows"
@@ -344,9 +357,14 @@ class SubsetCheck(Check):
             raise CheckInputError(f"the batch has no column {feature!r}")
         return batch_codes(current, feature, slices)[prepared.mask].astype(np.intp, copy=False), slices
 
+    @property
+    def higher_is_worse(self) -> bool:
+        """Whether higher values of the metric are worse, as the check declares its subset value."""
+        return self.declared_metrics[SUBSET_VALUE].higher_is_worse
+
     def worse(self, value: np.ndarray, baseline: np.ndarray | float) -> np.ndarray:
         """`value` against `baseline`, signed so that larger is worse."""
-        return baseline - value if self.higher_is_better else value - baseline
+        return value - baseline if self.higher_is_worse else baseline - value
 
     def _against_reference(self, batch: SubsetValues, ref: SubsetValues) -> Comparison:
         """Every subset's change against the same subset in the reference, with its evidence."""
@@ -367,7 +385,7 @@ class SubsetCheck(Check):
         """Evidence of subset j's change: `proportion_change` for a rate, else both standard errors."""
         if batch.hits is not None and ref.hits is not None and not self.relative:
             sides = [(batch.hits[j], int(batch.trials[j])), (ref.hits[j], int(ref.trials[j]))]
-            (hits, trials), (ref_hits, ref_trials) = sides if not self.higher_is_better else sides[::-1]
+            (hits, trials), (ref_hits, ref_trials) = sides if self.higher_is_worse else sides[::-1]
             return proportion_change(hits, trials, ref_hits, ref_trials)
         se = math.hypot(batch.se[j], ref.se[j])
         if self.relative:  # delta method of value / reference - 1
@@ -475,14 +493,14 @@ class SubsetCheck(Check):
             absolute = float(self.worse(values.value[k], overall))
             return {
                 self.graded_metric(): float(comparison.change[k]),
-                "subset_value": float(values.value[k]),
+                SUBSET_VALUE: float(values.value[k]),
                 "overall_value": overall,
                 **({"difference": absolute} if self.relative else {}),
             }
         absolute = float(self.worse(values.value[k], reference.value[k]))
         return {
             self.graded_metric(): float(comparison.change[k]),
-            "subset_value": float(values.value[k]),
+            SUBSET_VALUE: float(values.value[k]),
             "reference_value": float(reference.value[k]),
             "batch_value": overall,
             **({"change": absolute} if self.relative else {}),
@@ -693,7 +711,7 @@ class SubsetFPR(ConfusionSubsetCheck):
     name: ClassVar[str] = "subset.fpr"
     metric: ClassVar[str] = "fpr"
     support_rows: ClassVar[str] = "rows labelled negative"
-    higher_is_better: ClassVar[bool] = False
+    declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(RATE_UNCERTAINTY, higher_is_worse=True)
     hits: ClassVar[tuple[int, ...]] = (FP,)
     trials: ClassVar[tuple[int, ...]] = (TN, FP)
 
@@ -714,11 +732,10 @@ class SubsetVariance(SubsetCheck):
 
     name: ClassVar[str] = "subset.variance"
     metric: ClassVar[str] = "variance"
-    higher_is_better: ClassVar[bool] = False
     needs: ClassVar[frozenset[str]] = frozenset({"features"})
     relative: ClassVar[bool] = True
     declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(
-        "sqrt((m4 - variance²) / (n - 1)) for each variance", relative=True
+        "sqrt((m4 - variance²) / (n - 1)) for each variance", relative=True, higher_is_worse=True
     )
     label_condition: ClassVar[str] = ""
 
@@ -783,10 +800,9 @@ class SubsetVarianceNegative(LabelledVariance):
 class RegressionSubsetCheck(SubsetCheck):
     """A regression error per subset; errors are prediction (else score) minus label."""
 
-    higher_is_better: ClassVar[bool] = False
     relative: ClassVar[bool] = True
     declared_metrics: ClassVar[dict[str, Metric]] = subset_metrics(
-        "the delta method for each mean error", relative=True
+        "the delta method for each mean error", relative=True, higher_is_worse=True
     )
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:

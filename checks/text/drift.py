@@ -55,11 +55,13 @@ TERM_METRICS = {
         (0.1, 0.2, 0.3),
         change="PSI of the batch's term shares against the reference's",
         uncertainty=SIMULATED,
+        figure="distribution",
     ),
     "jensen_shannon": Metric(
         (0.1, 0.2, 0.3),
         change="Jensen–Shannon distance (base 2) of the batch's term shares from the reference's",
         uncertainty=SIMULATED,
+        figure="distribution",
     ),
 }
 

@@ -1,5 +1,9 @@
 """The report's pictures, drawn from result details and metric trends (never from raw rows).
 
+Which picture a result gets is the figure its check declares for its metric (`Metric.figure`), and a
+subset picture's direction is the one its check declares for the subset value, never inferred from
+the numbers.
+
 Each `*_data` function turns a result's details into the numbers a picture shows (tested against
 independent computations); each `*_svg` function draws them with matplotlib (a figure object of its
 own, no pyplot state) and returns an SVG data URI, so the page needs no file and no network.
@@ -10,14 +14,17 @@ from __future__ import annotations
 import base64
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from driftline.tasks.attribution_plots import FIGURES as ATTRIBUTION_FIGURES
 from driftline.tasks.report.trends import Trend
+
+if TYPE_CHECKING:
+    from driftline.checks.base import Metric
 
 REFERENCE_COLOUR = "#7f8fa6"
 BATCH_COLOUR = "#e4572e"
@@ -230,15 +237,11 @@ def category_bars_svg(result: Mapping[str, Any]) -> str:
 
 
 def higher_is_better(check: str) -> bool:
-    """Whether higher values of a subset check's metric are better, as the check class declares it
-    (a check no longer in the catalog is taken as higher-is-better, as most are)."""
-    from driftline.checks import registry
-    from driftline.checks.errors import CheckInputError
+    """Whether higher values of a subset check's metric are better, as the check declares the
+    direction of its subset value."""
+    from driftline.checks.subset import SUBSET_VALUE
 
-    try:
-        return bool(getattr(registry.get(check), "higher_is_better", True))
-    except CheckInputError:
-        return True
+    return not declared_metrics(check)[SUBSET_VALUE].higher_is_worse
 
 
 def subset_data(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], float | None, bool]:
@@ -258,11 +261,13 @@ def subset_data(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], float 
 @_styled
 def subset_bars_svg(result: Mapping[str, Any]) -> str:
     """The worst subsets' batch values (95% intervals, graded ones coloured) with each subset's
-    reference value as a tick, or with the whole batch's value as a line in the audit comparison."""
-    subsets, overall, _ = subset_data(result)
+    reference value as a tick, or with the whole batch's value as a line in the audit comparison; the
+    axis says which way is better."""
+    subsets, overall, better_high = subset_data(result)
     metric = result["details"].get("metric", "value")
+    better = "higher is better" if better_high else "lower is better"
     labels = [f"{s['subset']}  (n={s['rows']:,})" for s in subsets]
-    figure = _figure(height=max(2.2, 1.1 + 0.26 * len(subsets)), left=_label_margin(labels))
+    figure = _figure(height=max(2.4, 1.25 + 0.26 * len(subsets)), left=_label_margin(labels), bottom=0.65)
     axes = figure.add_subplot()
     y = np.arange(len(subsets))[::-1]
     values = [s["value"] for s in subsets]
@@ -277,7 +282,7 @@ def subset_bars_svg(result: Mapping[str, Any]) -> str:
         ticks = [(yi, s["reference_value"]) for yi, s in pairs if _has_reference_value(s)]
         axes.scatter([v for _, v in ticks], [yi for yi, _ in ticks], marker="|", s=180, color="#222222")
         axes.set_xlabel(
-            f"{metric} per subset in the batch (95% interval); |: the same subset in the reference"
+            f"{metric} per subset in the batch ({better})\n95% intervals; |: the same subset in the reference"
         )
     else:
         axes.axvline(overall, color="#222222", linestyle="--", linewidth=1.2)
@@ -289,7 +294,7 @@ def subset_bars_svg(result: Mapping[str, Any]) -> str:
             va="bottom",
             fontsize=7,
         )
-        axes.set_xlabel(f"{metric} per subset (95% interval)")
+        axes.set_xlabel(f"{metric} per subset (95% interval; {better})")
     axes.set_yticks(y, labels)
     axes.set_title(_metric_title(result))
     return _svg_uri(figure)
@@ -391,36 +396,84 @@ def sparkline_svg(trend: Trend, width: int = 120, height: int = 26) -> str:
 
 # --- attribution (drawn by driftline.tasks.attribution_plots) -----------------------------------------
 
+ATTRIBUTION_CAPTIONS = {"tree": "slices of the AUC attribution", "matrix": "AUC per cross of slices"}
 
-def attribution_pictures(check: str, results: Sequence[Mapping[str, Any]]) -> list[Picture]:
-    """The segmentation tree and pair cross matrix of `check`'s summary results, as PNG data URIs."""
+
+def check_pictures(check: str, results: Sequence[Mapping[str, Any]]) -> list[Picture]:
+    """The pictures of a whole check that its metrics declare (the attribution's slice tree and pair
+    cross matrix), as PNG data URIs, drawn from each of its `ok` results that carries one."""
+    kinds = [kind for kind in declared_figures(check) if kind in ATTRIBUTION_FIGURES]
     pictures = []
     for r in results:
         details = r.get("details") or {}
         if r["check"] != check or r["status"] != "ok":
             continue
-        for key, draw in ATTRIBUTION_FIGURES.items():
-            if key in details:
-                png = base64.b64encode(draw(details)).decode()
-                caption = "slices of the AUC attribution" if key == "tree" else "AUC per cross of slices"
-                pictures.append(Picture(caption, f"data:image/png;base64,{png}"))
+        for kind in kinds:
+            if kind in details:
+                png = base64.b64encode(ATTRIBUTION_FIGURES[kind](details)).decode()
+                pictures.append(Picture(ATTRIBUTION_CAPTIONS[kind], f"data:image/png;base64,{png}"))
     return pictures
 
 
-def explaining_picture(result: Mapping[str, Any]) -> Picture | None:
-    """The picture that explains one failing result, when its details carry one."""
-    details = result.get("details") or {}
-    if {"edges", "reference_shares", "current_shares"} <= details.keys():
+# --- which picture: the figure a result's metrics declare ---------------------------------------------
+
+
+def declared_metrics(check: str) -> Mapping[str, Metric]:
+    """The metrics a check declares (none for a check no longer in the catalog)."""
+    from driftline.checks import registry
+    from driftline.checks.errors import CheckInputError
+
+    try:
+        return registry.get(check).declared_metrics
+    except CheckInputError:
+        return {}
+
+
+def declared_figures(check: str) -> list[str]:
+    """The figures a check's metrics declare, each once, in declaration order."""
+    return list(dict.fromkeys(m.figure for m in declared_metrics(check).values() if m.figure))
+
+
+def figure_of(result: Mapping[str, Any]) -> str | None:
+    """The figure its check declares for a result: that of the first of its metrics declaring one."""
+    declared = declared_metrics(result["check"])
+    figures = (declared[m].figure for m in result.get("metrics") or {} if m in declared)
+    return next((f for f in figures if f), None)
+
+
+def distribution_picture(result: Mapping[str, Any]) -> Picture:
+    """Reference vs batch: a histogram on a numeric target's bins, else bars of the categories (or
+    terms) whose share moved most."""
+    if "edges" in result["details"]:
         return Picture("reference vs batch distribution", drift_histogram_svg(result))
-    if "largest_changes" in details:
-        return Picture("categories whose share moved most", category_bars_svg(result))
-    if "subsets" in details and details.get("compare_to") == "batch":
+    return Picture("categories whose share moved most", category_bars_svg(result))
+
+
+def subsets_picture(result: Mapping[str, Any]) -> Picture:
+    """The subsets against the whole batch (audit) or against themselves in the reference."""
+    if result["details"]["compare_to"] == "batch":
         return Picture("worst subsets against the whole batch", subset_bars_svg(result))
-    if "subsets" in details and details.get("compare_to") == "reference":
-        return Picture("subsets against the same subsets in the reference", subset_bars_svg(result))
-    if "reference_curve" in details and "current_curve" in details:
-        return Picture("calibration curves", calibration_svg(result))
-    return None
+    return Picture("subsets against the same subsets in the reference", subset_bars_svg(result))
+
+
+def calibration_picture(result: Mapping[str, Any]) -> Picture:
+    """The batch's and the reference's calibration curves."""
+    return Picture("calibration curves", calibration_svg(result))
+
+
+# The picture of one result, per figure its metric declares (`Metric.figure`); the attribution's
+# figures picture a whole check (`check_pictures`).
+RESULT_PICTURES: dict[str, Callable[[Mapping[str, Any]], Picture]] = {
+    "distribution": distribution_picture,
+    "subsets": subsets_picture,
+    "calibration": calibration_picture,
+}
+
+
+def explaining_picture(result: Mapping[str, Any]) -> Picture | None:
+    """The picture that explains one failing result, as its check declares it (None: no picture)."""
+    draw = RESULT_PICTURES.get(figure_of(result) or "")
+    return draw(result) if draw else None
 
 
 def _label_margin(labels: Any) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 from driftline.checks.result import format_number, severity_rank
 from driftline.tasks.report.figures import (
     Picture,
-    attribution_pictures,
+    check_pictures,
     explaining_picture,
     sparkline_svg,
     trend_svg,
@@ -90,9 +90,7 @@ def sections(data: ReportData, trends: Mapping[tuple[str, str, str], Trend]) -> 
         grouped.setdefault(result["check"], []).append(result)
     out = []
     for check, results in grouped.items():
-        pictures = []
-        if check.startswith("attribution."):
-            pictures = _safely(f"{check} attribution", attribution_pictures, check, data.results) or []
+        pictures = _safely(f"{check} pictures", check_pictures, check, data.results) or []
         findings = []
         for result in results:
             finding = Finding(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from driftline.checks.columns import infer_columns, infer_task
+from driftline.checks.columns import ROLE_KEYS, Columns, infer_columns, infer_task, split_roles
 from driftline.checks.errors import CheckInputError
 
 
@@ -49,6 +51,15 @@ def test_unknown_role_and_absent_column_are_named() -> None:
         infer_columns(frame(), {"labels": "label"})
     with pytest.raises(CheckInputError, match=r"\['nope'\]"):
         infer_columns(frame(), {"label": "nope"})
+
+
+def test_extra_is_no_role_and_every_role_key_is_a_column_role() -> None:
+    with pytest.raises(CheckInputError, match=r"unknown column role.*'extra'"):
+        infer_columns(frame(), {"extra": {"team": "risk"}})
+    params, roles = split_roles({"label": "label", "task": "binary", "numeric": ["age"], "bins": 5})
+    assert params == {"bins": 5} and roles == {"label": "label", "task": "binary", "numeric": ["age"]}
+    cols = infer_columns(frame())
+    assert {f.name for f in fields(Columns)} == set(ROLE_KEYS) and Columns.from_dict(cols.to_dict()) == cols
 
 
 def test_restrict_rejects_non_features() -> None:

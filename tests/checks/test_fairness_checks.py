@@ -218,6 +218,27 @@ def test_theil_consistency_and_edf_checks() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "index"),
+    [
+        ("fairness.theil_index", "theil_index"),
+        ("fairness.consistency", "consistency"),
+        ("fairness.smoothed_edf", "smoothed_edf"),
+        ("fairness.tpr", "disparity"),
+    ],
+)
+def test_an_index_is_graded_on_its_change_or_in_an_audit_on_its_level(name: str, index: str) -> None:
+    frame = pd.DataFrame(
+        {"g": list("AAAABBBB"), "label": [1, 0, 0, 0, 1, 0, 1, 1], "prediction": [1, 0, 1, 1, 1, 0, 0, 0]}
+    )
+    change = _run(name, frame, _columns(["g"]))
+    audit = _run(name, frame, _columns(["g"]), compare_to="none")
+    assert list(change.thresholds) == [f"{index}_change"] and list(audit.thresholds) == [index]
+    graded = {f"{index}_change", f"{index}_change_bound", f"{index}_change_p"}
+    assert set(change.metrics) == {*graded, "value", "reference_value"}
+    assert audit.metrics[index] == pytest.approx(audit.metrics["value"])
+
+
 @pytest.mark.parametrize("name", sorted(NAMES))
 def test_one_subgroup_is_skipped(name: str) -> None:
     frame = THREE.assign(g="a")

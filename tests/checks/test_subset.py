@@ -552,3 +552,53 @@ def test_whole_number_predictions_are_classes_not_scores() -> None:
     assert positive.tolist() == [False, True, True, False] and present.all()
     scores, _ = predicted_positive(frame, Columns(prediction="proba"), positive_label=1, threshold=0.5)
     assert scores.tolist() == [False, True, True, True]
+
+
+# Subset metrics whose higher values are worse (an error rate, errors, spreads of the score); the
+# others are scores, better when higher.
+HIGHER_IS_WORSE = {
+    "subset.fpr",
+    "subset.mae",
+    "subset.rmse",
+    "subset.variance",
+    "subset.variance_positive",
+    "subset.variance_negative",
+}
+
+
+def test_each_subset_check_declares_its_direction_on_its_subset_value_which_is_not_graded() -> None:
+    registry.load_catalog()
+    names = [name for name in registry.names() if name.startswith("subset.")]
+    assert set(names) > HIGHER_IS_WORSE
+    for name in names:
+        cls = registry.get(name)
+        value = cls.declared_metrics["subset_value"]
+        assert value.higher_is_worse == (name in HIGHER_IS_WORSE), name
+        assert value.thresholds == () and "subset_value" not in cls.default_thresholds
+    with pytest.raises(CheckInputError, match=r"no threshold for metric\(s\) \['subset_value'\]"):
+        registry.create("subset.fpr", {"thresholds": {"subset_value": [0.1]}})
+
+
+def test_a_rising_error_rate_and_a_falling_score_are_both_positive_changes() -> None:
+    """The sign of each change follows the declared direction: fpr and accuracy of one subset whose
+    predictions are wrong twice as often in the batch as in the reference."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    label = rng.integers(0, 2, n)
+
+    def frame(flip: float) -> pd.DataFrame:
+        wrong = rng.random(n) < flip
+        return pd.DataFrame({"g": "a", "label": label, "prediction": np.where(wrong, 1 - label, label)})
+
+    reference, batch = frame(0.1), frame(0.2)
+    columns = Columns(label="label", prediction="prediction", categorical=("g",), task="binary")
+    fpr = run("subset.fpr", batch, columns, reference=reference)["g"]
+    accuracy = run("subset.accuracy", batch, columns, reference=reference)["g"]
+
+    def rates(f: pd.DataFrame) -> tuple[float, float]:
+        negative = f["label"] == 0
+        return float((f["prediction"][negative] == 1).mean()), float((f["prediction"] == f["label"]).mean())
+
+    (fpr_ref, acc_ref), (fpr_batch, acc_batch) = rates(reference), rates(batch)
+    assert fpr.metrics["change"] == pytest.approx(fpr_batch - fpr_ref) and fpr.metrics["change"] > 0
+    assert accuracy.metrics["change"] == pytest.approx(acc_ref - acc_batch) and accuracy.metrics["change"] > 0

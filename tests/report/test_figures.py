@@ -12,13 +12,19 @@ import pytest
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import roc_auc_score
 
+from driftline.checks import registry
+from driftline.checks.base import FIGURES, Metric
 from driftline.checks.columns import Columns
 from driftline.checks.registry import create
+from driftline.tasks.attribution_plots import FIGURES as ATTRIBUTION_FIGURES
 from driftline.tasks.history.trend import MAD_NORMAL_SCALE
 from driftline.tasks.report.figures import (
+    RESULT_PICTURES,
     calibration_data,
     category_data,
+    declared_figures,
     drift_histogram_svg,
+    explaining_picture,
     histogram_data,
     sparkline_svg,
     subset_bars_svg,
@@ -93,6 +99,20 @@ def test_subset_bars_show_each_subset_against_itself_in_the_reference_worst_firs
     assert ET.fromstring(base64.b64decode(uri.split(",", 1)[1])).tag.endswith("svg")
 
 
+def _svg_text(uri: str) -> str:
+    """The text of an SVG data URI (the report keeps text as text)."""
+    return base64.b64decode(uri.split(",", 1)[1]).decode()
+
+
+def _tied(result: dict) -> dict:
+    """The result with every subset at the same value and change: nothing in the numbers says which
+    way is better."""
+    details = result["details"]
+    graded = "difference" if details["compare_to"] == "batch" else "change"
+    subsets = [{**s, "value": 0.5, graded: 0.0} for s in details["subsets"]]
+    return {**result, "details": {**details, "subsets": subsets}}
+
+
 def test_audit_subset_bars_keep_the_whole_batch_line_and_the_declared_direction() -> None:
     """subset.fpr declares lower values better: its worst subsets are its highest, also when tied."""
     reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
@@ -101,13 +121,89 @@ def test_audit_subset_bars_keep_the_whole_batch_line_and_the_declared_direction(
     assert higher and overall == pytest.approx(roc_auc_score(batch["label"], batch["score"]))
     assert [s["value"] for s in subsets] == sorted(s["value"] for s in subsets)
     (fpr,) = _results("subset.fpr", reference, batch, features=["c"], compare_to="batch")
-    tied = {
-        **fpr,
-        "details": {**fpr["details"], "subsets": [{**s, "value": 0.5} for s in fpr["details"]["subsets"]]},
-    }
-    assert subset_data(tied)[2] is False
-    subsets, _, _ = subset_data(fpr)
+    subsets, _, higher = subset_data(fpr)
+    assert higher is False
     assert [s["value"] for s in subsets] == sorted((s["value"] for s in subsets), reverse=True)
+
+
+@pytest.mark.parametrize("compare_to", ["batch", "reference"])
+def test_a_tied_subset_fpr_is_drawn_lower_is_better(compare_to: str) -> None:
+    """The direction drawn is the one subset.fpr declares, even when every subset has the same value."""
+    reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
+    (fpr,) = _results("subset.fpr", reference, batch, features=["c"], compare_to=compare_to)
+    (auc,) = _results("subset.auc", reference, batch, features=["c"], compare_to=compare_to)
+    tied_fpr, tied_auc = _tied(fpr), _tied(auc)
+    assert subset_data(tied_fpr)[2] is False and subset_data(tied_auc)[2] is True
+    fpr_text, auc_text = _svg_text(subset_bars_svg(tied_fpr)), _svg_text(subset_bars_svg(tied_auc))
+    assert "lower is better" in fpr_text and "higher is better" not in fpr_text
+    assert "higher is better" in auc_text and "lower is better" not in auc_text
+    picture = explaining_picture(tied_fpr)
+    assert picture is not None and "lower is better" in _svg_text(picture.uri)
+
+
+SUBSET_CHECKS = [
+    "accuracy",
+    "auc",
+    "f1",
+    "fpr",
+    "macro_f1",
+    "macro_precision",
+    "macro_recall",
+    "mae",
+    "mrr",
+    "multiclass_auc",
+    "ndcg",
+    "ner_precision",
+    "ner_recall",
+    "precision",
+    "rank_correlation",
+    "recall",
+    "rmse",
+    "variance",
+    "variance_negative",
+    "variance_positive",
+]
+DISTRIBUTION_CHECKS = [
+    "bigrams",
+    "categorical",
+    "label",
+    "label_psi",
+    "numeric",
+    "predicted_label",
+    "prediction",
+    "unigrams",
+]
+# The checks whose results the report draws, and what it draws for them.
+DRAWN = {
+    **{f"subset.{name}": ["subsets"] for name in SUBSET_CHECKS},
+    **{f"drift.{name}": ["distribution"] for name in DISTRIBUTION_CHECKS},
+    "performance.calibration": ["calibration"],
+    "attribution.auc": ["tree"],
+    "attribution.compare": ["tree"],
+    "attribution.pairs": ["matrix"],
+}
+
+
+def test_the_checks_the_report_draws_declare_their_figure_and_no_other_check_does() -> None:
+    registry.load_catalog()
+    declared = {name: declared_figures(name) for name in registry.names()}
+    assert {name: kinds for name, kinds in declared.items() if kinds} == DRAWN
+
+
+def test_every_figure_a_metric_may_declare_is_drawn_and_no_other() -> None:
+    assert set(RESULT_PICTURES) | set(ATTRIBUTION_FIGURES) == set(FIGURES)
+    assert not set(RESULT_PICTURES) & set(ATTRIBUTION_FIGURES)
+    with pytest.raises(ValueError, match="'pie' is not one the report draws"):
+        Metric((0.1,), figure="pie")
+
+
+def test_the_picture_is_the_one_the_check_declares_whatever_its_details_hold() -> None:
+    reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
+    (result,) = _results("subset.auc", reference, batch, features=["c"])
+    picture = explaining_picture(result)
+    assert picture is not None and picture.caption == "subsets against the same subsets in the reference"
+    assert explaining_picture({**result, "check": "fairness.tpr"}) is None  # declares no figure
+    assert explaining_picture({**result, "check": "retired.check"}) is None  # not in the catalog
 
 
 def test_calibration_curves_match_sklearn() -> None:
