@@ -22,8 +22,8 @@ from driftline.checks.columns import Columns
 from driftline.checks.errors import NotApplicable
 from driftline.checks.fingerprint import frame_fingerprint
 from driftline.checks.runner import run_check
+from driftline.checks.testing import CONTRACT_COLUMNS, assert_same_results, contract_frame
 from driftline.tasks.profiles import ProfileCache, dump_profile, load_profile
-from tests.checks.test_contract import COLUMNS, REFERENCE, _assert_same_results, make_frame
 
 
 @dataclass(kw_only=True)
@@ -149,14 +149,14 @@ def test_a_profile_the_format_cannot_hold_stays_in_memory(
 def test_every_catalog_profile_comes_back_from_its_file(name: str) -> None:
     check = registry.create(name)
     try:
-        profile = check.fit(REFERENCE, COLUMNS)
+        profile = check.fit(contract_frame(400, seed=0), CONTRACT_COLUMNS)
     except NotApplicable:
         pytest.skip("does not apply to the contract frame")
     trusted = (type(check).__module__,)
     restored = load_profile(io.BytesIO(dump_profile(profile, "key", trusted)), "key", trusted)
-    current = make_frame(300, seed=1)
-    expected = run_check(check, current, COLUMNS, profile=profile, strict=True)
-    _assert_same_results(expected, run_check(check, current, COLUMNS, profile=restored, strict=True))
+    current = contract_frame(300, seed=1)
+    expected = run_check(check, current, CONTRACT_COLUMNS, profile=profile, strict=True)
+    assert_same_results(run_check(check, current, CONTRACT_COLUMNS, profile=restored, strict=True), expected)
 
 
 def test_pandas_and_numpy_values_keep_their_types() -> None:
