@@ -361,7 +361,8 @@ class EstimatedPerformance(Check):
         label = reference[columns.label]
         task = columns.task or infer_task(label)
         if task != "binary":
-            raise NotApplicable(f"estimation is implemented for binary classification, not {task}")
+            hint = " (see performance.estimated_regression)" if task == "regression" else ""
+            raise NotApplicable(f"estimation is implemented for binary classification, not {task}{hint}")
         classes = tuple(np.sort(label.dropna().unique()))
         if len(classes) < 2:
             raise NotApplicable(

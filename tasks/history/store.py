@@ -305,7 +305,7 @@ def _number(value: Any, check: str, target: str, name: str) -> float | None:
 
 
 # Checks whose values estimate what labels later measure: kept, and marked, once the labels land.
-ESTIMATE_CHECKS = ("performance.estimated",)
+ESTIMATE_CHECKS = ("performance.estimated", "performance.estimated_regression")
 
 
 def runs_without_labels(engine: Engine, monitor: str, *, exclude: str, limit: int) -> list[str]:

@@ -195,6 +195,10 @@ def test_bad_input_gives_clear_results():
         EstimatedPerformance(), batch, Columns(label="label", score="score"), reference=multiclass
     )
     assert skipped.status == "skipped" and "binary" in skipped.reason
+    regression = Columns(label="label", score="score", task="regression")
+    continuous = reference.assign(label=np.linspace(0, 1, len(reference)))
+    [other] = run_check(EstimatedPerformance(), batch, regression, reference=continuous)
+    assert other.status == "skipped" and "performance.estimated_regression" in other.reason
     [no_label] = run_check(EstimatedPerformance(), batch, Columns(score="score"), reference=reference)
     assert no_label.status == "skipped" and "label" in no_label.reason
     [text] = run_check(EstimatedPerformance(), batch.assign(score="x"), COLUMNS, reference=reference)
