@@ -160,11 +160,12 @@ def child_dask(spec_path: str, workers: int, prefect: bool) -> dict[str, Any]:
             if prefect:
                 summary = _prefect_run(spec_path, cluster.scheduler_address)
             else:
-                from driftline.tasks.partitioned import dask_mapper, run_partitioned
+                from driftline.tasks.driver import Driver
+                from driftline.tasks.partitioned import run_partitioned
                 from driftline.tasks.spec import load_spec
 
                 run = run_partitioned(
-                    load_spec(spec_path), BATCH, mapper=dask_mapper(client), alerts=False, retrain=False
+                    load_spec(spec_path), BATCH, driver=Driver(client), alerts=False, retrain=False
                 )
                 summary = run.to_dict()
             seconds = time.perf_counter() - start

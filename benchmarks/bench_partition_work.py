@@ -29,9 +29,8 @@ from prefect import flow, task
 
 from benchmarks.bench_dask import BATCH, generate, write_spec
 from benchmarks.measure import table
-from driftline.flows.partitioned import prefect_mapper
 from driftline.flows.prefect_driver import IN_MEMORY, PrefectDriver
-from driftline.tasks.partitioned import Mapper, PartitionWork, run_partitioned
+from driftline.tasks.partitioned import PartitionWork, run_partitioned
 from driftline.tasks.spec import load_spec
 
 WORKERS = 2
@@ -63,31 +62,33 @@ def reset() -> None:
     UNPICKLED = 0
 
 
-def per_task_mapper(fn: Callable[..., Any], partitions: Sequence[Any], work: Any) -> Iterator[Any]:
-    """The former mapper: the work is a parameter of every partition task."""
-    as_task = task(fn, name="partition", **IN_MEMORY)
-    futures = [as_task.submit(p, work) for p in partitions]
-    for future in futures:
-        yield future.result()
+class CountingDriver(PrefectDriver):
+    """The Prefect driver given the work as a `CountedWork`, its pickled size recorded; with
+    `per_task`, the former mapping, where the work is a parameter of every partition task."""
 
+    def __init__(self, per_task: bool) -> None:
+        super().__init__()
+        self.per_task = per_task
 
-def counted(mapper: Mapper) -> Mapper:
-    """`mapper` given the work as a `CountedWork`, its pickled size recorded."""
-
-    def run(fn: Callable[..., Any], partitions: Sequence[Any], work: PartitionWork) -> Iterator[Any]:
+    def map_partitions(
+        self, fn: Callable[..., Any], partitions: Sequence[Any], work: Any, workers: int
+    ) -> Iterator[Any]:
         work = CountedWork(work.jobs, work.roles, work.model)
         WORK_BYTES.append(len(cloudpickle.dumps(work)))
-        yield from mapper(fn, partitions, work)
-
-    return run
+        if not self.per_task:
+            yield from super().map_partitions(fn, partitions, work, workers)
+            return
+        as_task = task(fn, name="partition", **IN_MEMORY)
+        futures = [as_task.submit(p, work) for p in partitions]
+        for future in futures:
+            yield future.result()
 
 
 @flow(name="bench-partition-work")
 def bench_flow(spec_path: str, per_task: bool) -> dict[str, Any]:
-    """The partitioned monitor with the former mapper or the current one."""
-    mapper = counted(per_task_mapper if per_task else prefect_mapper)
+    """The partitioned monitor with the former mapping or the current one."""
     summary = run_partitioned(
-        load_spec(spec_path), BATCH, driver=PrefectDriver(), mapper=mapper, alerts=False, retrain=False
+        load_spec(spec_path), BATCH, driver=CountingDriver(per_task), alerts=False, retrain=False
     )
     return summary.to_dict()
 

@@ -1,7 +1,8 @@
 """The catalog: maps public dotted names (`drift.numeric`, `subset.auc`, ...) to check classes.
 
 Lookups are lazy: a name's module is imported the first time the name is asked for (see
-`catalog_index.CATALOG`); checks registered at run time by other modules are found as well.
+`catalog_index.CATALOG`); checks registered at run time by other modules are found as well, and so are
+custom checks (`checks.custom`): a `module:Class` path, or a name published by an installed package.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from driftline.checks.base import Check
 from driftline.checks.catalog_index import CATALOG
+from driftline.checks.custom import imported_check, is_import_path, published, published_check
 from driftline.checks.errors import CheckInputError
 
 _REGISTRY: dict[str, type[Check]] = {}
@@ -24,24 +27,32 @@ _INFRASTRUCTURE = {
     "base",
     "catalog_index",
     "columns",
+    "custom",
     "errors",
     "registry",
     "result",
     "runner",
     "impact",
     "fingerprint",
+    "mergeable",
+    "testing",
 }
 
 
 def register(cls: type[Check]) -> type[Check]:
     """Class decorator adding a check to the catalog under `cls.name`."""
     existing = _REGISTRY.get(cls.name)
-    if existing is not None and existing is not cls:
+    if existing is not None and not _same_class(existing, cls):
         raise ValueError(
             f"check name {cls.name!r} is registered twice ({existing.__qualname__}, {cls.__qualname__})"
         )
     _REGISTRY[cls.name] = cls
     return cls
+
+
+def _same_class(a: type[Check], b: type[Check]) -> bool:
+    """The same class, or the same class imported again (its module reloaded)."""
+    return a is b or (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
 
 
 def load_catalog() -> None:
@@ -59,15 +70,21 @@ def load_catalog() -> None:
 
 
 def names() -> list[str]:
-    """Every check name, sorted, without importing the check modules."""
-    return sorted(set(CATALOG) | set(_REGISTRY))
+    """Every check name, sorted, without importing the check modules: the catalog, the checks
+    registered at run time and those installed packages publish."""
+    return sorted(set(CATALOG) | set(_REGISTRY) | set(published()))
 
 
-def get(name: str) -> type[Check]:
-    """The check class registered as `name` (importing its module only); an unknown name is an error
-    listing close matches."""
+def get(name: str, base_dir: Path | None = None) -> type[Check]:
+    """The check class registered as `name` (importing its module only), or the custom check a
+    `module:Class` path names (looked up in `base_dir` first) or a package publishes; an unknown name
+    is an error listing close matches."""
+    if is_import_path(name):
+        return _registered(imported_check(name, base_dir))
     if name not in _REGISTRY and name in CATALOG:
         importlib.import_module(CATALOG[name])
+    if name not in _REGISTRY and name in published():
+        return _registered(published_check(name))
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -78,9 +95,23 @@ def get(name: str) -> type[Check]:
         raise CheckInputError(f"unknown check {name!r}{hint}") from None
 
 
-def create(name: str, params: Mapping[str, Any] | None = None) -> Check:
-    """Instantiate a check by name; an unknown parameter is an error naming it and the valid ones."""
-    cls = get(name)
+def _registered(cls: type[Check]) -> type[Check]:
+    """A custom check class, registered under its name; a name the catalog or another class holds is
+    a `CheckInputError`."""
+    if CATALOG.get(cls.name, cls.__module__) != cls.__module__:
+        raise CheckInputError(
+            f"custom check {cls.__module__}:{cls.__qualname__}: {cls.name!r} is a catalog name"
+        )
+    try:
+        return register(cls)
+    except ValueError as exc:
+        raise CheckInputError(f"custom check {cls.__module__}:{cls.__qualname__}: {exc}") from None
+
+
+def create(name: str, params: Mapping[str, Any] | None = None, base_dir: Path | None = None) -> Check:
+    """Instantiate a check by name (or `module:Class` path, see `get`); an unknown parameter is an
+    error naming it and the valid ones."""
+    cls = get(name, base_dir)
     params = dict(params or {})
     valid = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(params) - valid)
@@ -92,11 +123,13 @@ def create(name: str, params: Mapping[str, Any] | None = None) -> Check:
         raise CheckInputError(f"{name}: {exc}") from exc
 
 
-def describe(name: str) -> dict[str, Any]:
-    """Catalog entry for listings: name, family, summary, needs, parameters, default thresholds."""
-    cls = get(name)
+def describe(name: str, base_dir: Path | None = None) -> dict[str, Any]:
+    """Catalog entry for listings: name, family, summary, needs, parameters, default thresholds, and
+    where a check outside the catalog comes from."""
+    cls = get(name, base_dir)
     return {
-        "name": name,
+        "name": cls.name,
+        "source": "catalog" if cls.name in CATALOG else f"{cls.__module__}:{cls.__qualname__}",
         "family": cls.family,
         "summary": cls.summary(),
         "needs": sorted(cls.needs),

@@ -10,20 +10,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from driftline.checks.base import Check
-from driftline.checks.columns import FEATURE_KINDS, Columns
+from driftline.checks.columns import FEATURE_KINDS, LIST_ROLES, SINGLE_ROLES, Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.evidence import grade_results
 from driftline.checks.result import CheckResult
 
 log = logging.getLogger(__name__)
 
-_SINGLE_ROLES = ("label", "prediction", "score", "query_id")
-_LIST_ROLES = {"class_scores", "protected", "numeric", "categorical", "text"}
 _FEATURE_NEEDS = ("features", *FEATURE_KINDS)
 
 Fit = Callable[[Check, pd.DataFrame, Columns], Any]
@@ -35,18 +34,18 @@ def missing_role(check: Check, columns: Columns) -> str | None:
         if role == "features":
             if not check.feature_columns(columns):
                 return "no feature columns"
-        elif role in _LIST_ROLES:
+        elif role in LIST_ROLES:
             if not getattr(columns, role):
                 return f"no {role} columns (set columns.{role})"
-        elif role in _SINGLE_ROLES and not getattr(columns, role):
+        elif role in SINGLE_ROLES and not getattr(columns, role):
             return f"no {role} column (set columns.{role})"
     return None
 
 
 def absent_columns(check: Check, columns: Columns, frame: pd.DataFrame) -> list[str]:
     """The needed role columns that the frame does not have (features excepted for per-feature checks)."""
-    needed = [getattr(columns, r) for r in _SINGLE_ROLES if r in check.needs]
-    roles = _LIST_ROLES - set(FEATURE_KINDS) if check.per_feature else _LIST_ROLES
+    needed = [getattr(columns, r) for r in SINGLE_ROLES if r in check.needs]
+    roles = set(LIST_ROLES) - set(FEATURE_KINDS) if check.per_feature else set(LIST_ROLES)
     for role in sorted(roles & check.needs):
         needed.extend(getattr(columns, role))
     return [c for c in needed if c and c not in frame.columns]
@@ -85,6 +84,64 @@ def without_features(check: Check, columns: Columns, names: Collection[str]) -> 
     return (check, narrowed) if feature_targets(check, narrowed) else None
 
 
+def failure_result(name: str, exc: BaseException, rows: int | None, target: str = "*") -> CheckResult:
+    """The one result that stands for a check (or target) stopped by `exc`, wherever it was evaluated:
+    `NotApplicable` is `skipped` and `CheckInputError` an `error`, each with its message; any other
+    exception is an `error` naming its type."""
+    if isinstance(exc, NotApplicable):
+        return CheckResult.skipped(name, target, str(exc), rows=rows)
+    if isinstance(exc, CheckInputError):
+        return CheckResult.error(name, target, str(exc), rows=rows)
+    return CheckResult.error(name, target, f"{type(exc).__name__}: {exc}", rows=rows)
+
+
+@dataclass(frozen=True)
+class Screened:
+    """A check cleared to run: narrowed to the features both frames have, with one `error` result per
+    feature target left out."""
+
+    check: Check
+    columns: Columns
+    gaps: tuple[CheckResult, ...] = ()
+
+    def completed(self, results: list[CheckResult]) -> list[CheckResult]:
+        """The check's results with the left-out targets' errors in place of anything about them."""
+        left_out = {g.target for g in self.gaps}
+        return [r for r in results if r.target not in left_out] + list(self.gaps)
+
+
+def screen(
+    check: Check, columns: Columns, frames: Mapping[str, pd.DataFrame | None], rows: int
+) -> list[CheckResult] | Screened:
+    """Whether the check can run on `frames` (a batch of `rows` rows and the reference, either None
+    when unknown): the results that stop it (a role unset, an empty or too small batch, a needed column
+    absent), or the check cleared, narrowed to the features present."""
+    try:
+        stopped = _preflight(check, columns, frames, rows)
+        gaps = {} if stopped else absent_features(check, columns, frames)
+    except CheckInputError as exc:
+        return [failure_result(check.name, exc, rows)]
+    if stopped:
+        return stopped
+    errors = tuple(CheckResult.error(check.name, name, why, rows=rows) for name, why in gaps.items())
+    if not gaps:
+        return Screened(check, columns)
+    narrowed = without_features(check, columns, gaps)
+    return list(errors) if narrowed is None else Screened(*narrowed, errors)
+
+
+def fitted_profile(
+    check: Check, reference: pd.DataFrame | None, columns: Columns, fit: Fit | None = None
+) -> Any:
+    """The check's profile of the reference (`fit` replaces `check.fit`, e.g. with a cached lookup);
+    an absent or empty reference is a `CheckInputError`."""
+    if reference is None:
+        raise CheckInputError("no reference data and no fitted profile")
+    if len(reference) == 0:
+        raise CheckInputError("the reference is empty")
+    return fit(check, reference, columns) if fit else check.fit(reference, columns)
+
+
 def run_check(
     check: Check,
     current: pd.DataFrame,
@@ -97,29 +154,26 @@ def run_check(
 ) -> list[CheckResult]:
     """Fit (unless `profile` is given) and evaluate `check`, never raising for bad data.
 
-    `fit` replaces `check.fit(reference, columns)`, e.g. with a cached lookup.
-
-    `CheckInputError` becomes an `error` result and `NotApplicable` a `skipped` one, each with the
-    message as reason. Any other exception also becomes an `error` result, unless `strict` is set
-    (the contract tests use it: an unexpected exception there is a bug in the check).
+    `fit` replaces `check.fit(reference, columns)`, e.g. with a cached lookup. Exceptions become
+    results (`failure_result`), unless `strict` is set and the exception is neither `CheckInputError`
+    nor `NotApplicable` (the contract tests use it: an unexpected exception there is a bug in the check).
     """
     rows = len(current)
-    frames = {"batch": current, "reference": reference}
+    screened = screen(check, columns, {"batch": current, "reference": reference}, rows)
+    if isinstance(screened, list):
+        return screened
     try:
-        stopped = _preflight(check, columns, frames, rows)
-        gaps = {} if stopped else absent_features(check, columns, frames)
-    except CheckInputError as exc:
-        return [CheckResult.error(check.name, "*", str(exc), rows=rows)]
-    if stopped:
-        return stopped
-    errors = [CheckResult.error(check.name, name, why, rows=rows) for name, why in gaps.items()]
-    if gaps:
-        narrowed = without_features(check, columns, gaps)
-        if narrowed is None:
-            return errors
-        check, columns = narrowed
-    results = _evaluate(check, current, columns, reference, profile, fit, strict)
-    return grade_results([r for r in results if r.target not in gaps] + errors)
+        if profile is None:
+            profile = fitted_profile(screened.check, reference, screened.columns, fit)
+        results = screened.check.evaluate(current, profile, screened.columns)
+    except Exception as exc:
+        if strict and not isinstance(exc, CheckInputError | NotApplicable):
+            raise
+        if not isinstance(exc, CheckInputError | NotApplicable):
+            log.exception("check %s failed", check.name)
+        return [failure_result(check.name, exc, rows), *screened.gaps]
+    results = results or [CheckResult.skipped(check.name, "*", "no target to evaluate", rows=rows)]
+    return grade_results(screened.completed(results))
 
 
 def _preflight(
@@ -140,34 +194,3 @@ def _preflight(
         if absent:
             return [CheckResult.error(check.name, "*", f"the {label} has no column(s) {absent}", rows=rows)]
     return None
-
-
-def _evaluate(
-    check: Check,
-    current: pd.DataFrame,
-    columns: Columns,
-    reference: pd.DataFrame | None,
-    profile: Any,
-    fit: Fit | None,
-    strict: bool,
-) -> list[CheckResult]:
-    """Fit when needed and evaluate; exceptions become one `skipped` or `error` result for the check."""
-    rows, target = len(current), "*"
-    try:
-        if profile is None:
-            if reference is None:
-                raise CheckInputError("no reference data and no fitted profile")
-            if len(reference) == 0:
-                raise CheckInputError("the reference is empty")
-            profile = fit(check, reference, columns) if fit else check.fit(reference, columns)
-        results = check.evaluate(current, profile, columns)
-    except NotApplicable as exc:
-        return [CheckResult.skipped(check.name, target, str(exc), rows=rows)]
-    except CheckInputError as exc:
-        return [CheckResult.error(check.name, target, str(exc), rows=rows)]
-    except Exception as exc:
-        if strict:
-            raise
-        log.exception("check %s failed", check.name)
-        return [CheckResult.error(check.name, target, f"{type(exc).__name__}: {exc}", rows=rows)]
-    return results or [CheckResult.skipped(check.name, target, "no target to evaluate", rows=rows)]

@@ -106,13 +106,13 @@ class SchemaCheck(Check):
         )
 
 
-def stopping_problems(results: Iterable[dict[str, Any]]) -> dict[str, str]:
+def stopping_problems(results: Iterable[CheckResult]) -> dict[str, str]:
     """Role -> problem of the out-of-domain results of a schema run (the first per role)."""
     found: dict[str, str] = {}
     for result in results:
-        role = result["details"].get("role")
-        if result["check"] == SchemaCheck.name and role and "out_of_domain" in result["metrics"]:
-            found.setdefault(role, result["details"]["problem"])
+        role = result.details.get("role")
+        if result.check == SchemaCheck.name and role and "out_of_domain" in result.metrics:
+            found.setdefault(role, result.details["problem"])
     return found
 
 

@@ -1,8 +1,9 @@
 """driftline: continuous monitoring of deployed ML models.
 
 The public API is imported lazily, so `import driftline` stays cheap and never imports an
-orchestrator: `create`, `run_check`, `infer_columns` (the check catalog), `load_spec` and
-`run_monitor` (the orchestrator-free monitor core).
+orchestrator: `create`, `run_check`, `infer_columns` (the check catalog), `evaluate` (checks on two
+tables, isolated and limited as in a run), `load_spec` and `run_monitor` (the orchestrator-free
+monitor core).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ _PUBLIC = {
     "create": "driftline.checks.registry",
     "run_check": "driftline.checks.runner",
     "infer_columns": "driftline.checks.columns",
+    "evaluate": "driftline.tasks.evaluate",
     "load_spec": "driftline.tasks.spec",
     "run_monitor": "driftline.tasks.pipeline",
 }

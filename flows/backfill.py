@@ -30,7 +30,7 @@ def backfill(
     spec = load_spec(spec_path)
     batch_ids = past_batch_ids(spec, batch_ids)
     logger = get_run_logger()
-    cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
+    cache = ProfileCache(spec.state_dir / "profiles")
     summaries = []
     for i, batch_id in enumerate(batch_ids, 1):
         logger.info("batch %d/%d: %s", i, len(batch_ids), batch_id)

@@ -259,7 +259,7 @@ def spool(
         spec = load_spec(spec_path)
     except SpecError as exc:
         fail(str(exc))
-    waiting = pending(spec.base_dir / ".driftline" / "spool")
+    waiting = pending(spec.state_dir / "spool")
     if as_json:
         print_json(waiting)
         return

@@ -47,14 +47,26 @@ def _parse_params(pairs: list[str]) -> dict[str, Any]:
 
 
 @app.command("checks")
-def list_checks(as_json: JsonOption = False) -> None:
-    """List the check catalog: name, family, what it needs, default thresholds."""
+def list_checks(
+    spec_path: Annotated[
+        Path | None,
+        typer.Option("--spec", help="Also list the custom checks this monitor spec names (module:Class)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the check catalog (with the checks installed packages publish): name, family, what it
+    needs, default thresholds."""
     json_mode(as_json)
     from rich.table import Table
 
     from driftline.checks import registry
+    from driftline.checks.custom import is_import_path
 
     entries = [registry.describe(n) for n in registry.names()]
+    if spec_path is not None:
+        spec = _load_spec_or_exit(spec_path)
+        custom = {e.check for e in spec.checks if is_import_path(e.check)}
+        entries += [registry.describe(path, spec.base_dir) for path in sorted(custom)]
     if as_json:
         print_json(entries)
         return
@@ -70,7 +82,12 @@ def list_checks(as_json: JsonOption = False) -> None:
 @app.command()
 def evaluate(
     check: Annotated[
-        list[str], typer.Option("--check", "-c", help="Check name, e.g. drift.numeric (repeat for several).")
+        list[str],
+        typer.Option(
+            "--check",
+            "-c",
+            help="Check name, e.g. drift.numeric, or module:Class of a custom check (repeat for several).",
+        ),
     ],
     reference: Annotated[Path, typer.Option("--reference", "-r", help="Reference CSV or Parquet file.")],
     current: Annotated[Path, typer.Option("--current", help="Current batch CSV or Parquet file.")],
@@ -84,20 +101,20 @@ def evaluate(
 ) -> None:
     """Run checks on two files, without Prefect, and print their results."""
     json_mode(as_json)
-    from driftline.checks import registry
-    from driftline.checks.columns import infer_columns, split_roles
+    from driftline.checks.columns import split_roles
     from driftline.checks.errors import CheckInputError
-    from driftline.checks.runner import run_check
+    from driftline.tasks.evaluate import evaluate as evaluate_tables
     from driftline.tasks.sources import SourceError, read_table
 
     params, roles = split_roles(_parse_params(param or []))
     try:
-        check_objs = [registry.create(name, params) for name in check]
         ref_frame, cur_frame = read_table(reference), read_table(current)
-        columns = infer_columns(ref_frame, roles)
+        found = evaluate_tables(
+            check, ref_frame, cur_frame, params=params, columns=roles, base_dir=Path.cwd()
+        )
     except (CheckInputError, SourceError) as exc:
         fail(str(exc))
-    results = [r.to_dict() for c in check_objs for r in run_check(c, cur_frame, columns, reference=ref_frame)]
+    results = [r.to_dict() for r in found]
     if as_json:
         print_json(results)
     else:
@@ -227,9 +244,9 @@ class BatchRunner:
 
         self.spec_path, self.spec, self.engine = spec_path, spec, _engine(engine)
         self.partitioned, self.dask_address = partitioned or dask_address is not None, dask_address
-        self.cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
+        self.cache = ProfileCache(spec.state_dir / "profiles")
         self._stack = ExitStack()
-        self.mapper: Any = None
+        self.driver: Any = None
 
     def __enter__(self) -> BatchRunner:
         if self.partitioned:
@@ -245,7 +262,7 @@ class BatchRunner:
         else:
             _show_progress()
             if self.partitioned:
-                self.mapper = self._local_mapper()
+                self.driver = self._local_driver()
         return self
 
     def _require_partitions(self) -> None:
@@ -271,12 +288,13 @@ class BatchRunner:
             fail(f"--dask-address needs prefect-dask: pip install 'driftline[dask]' ({exc})")
         return functools.partial(flows.run_on_dask, address=self.dask_address)
 
-    def _local_mapper(self) -> Any:
-        """Partitions in a process pool, or as tasks on the Dask scheduler at `dask_address`."""
-        from driftline.tasks.partitioned import dask_mapper, pool_mapper
+    def _local_driver(self) -> Any:
+        """The plain driver: partitions in a process pool, or as tasks on the Dask scheduler at
+        `dask_address`."""
+        from driftline.tasks.driver import Driver
 
         if self.dask_address is None:
-            return pool_mapper(self.spec.execution.workers)
+            return Driver()
         try:
             from distributed import Client
         except ImportError as exc:
@@ -286,7 +304,7 @@ class BatchRunner:
         except (OSError, ValueError) as exc:
             self._stack.close()
             fail(f"--dask-address {self.dask_address}: cannot reach the Dask scheduler ({exc})")
-        return dask_mapper(client)
+        return Driver(dask_client=client)
 
     def __exit__(self, *exc_info: object) -> None:
         self._stack.close()
@@ -303,7 +321,7 @@ class BatchRunner:
             if self.engine is Engine.prefect:
                 return self.flow(str(self.spec_path.resolve()), batch, **flags)
             if self.partitioned:
-                summary = run_partitioned(self.spec, batch, cache=self.cache, mapper=self.mapper, **flags)
+                summary = run_partitioned(self.spec, batch, driver=self.driver, cache=self.cache, **flags)
                 return summary.to_dict()
             return run_monitor(self.spec, batch, cache=self.cache, **flags).to_dict()
         except (SourceError, SpecError, ModelError) as exc:

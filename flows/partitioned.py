@@ -7,56 +7,19 @@ worker process starts a temporary server of its own.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from prefect import task
-from prefect.futures import PrefectFuture
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from driftline.flows.monitor import summary_of, verdict_flow
-from driftline.flows.prefect_driver import IN_MEMORY, PrefectDriver, verdict_state
-from driftline.tasks.partitioned import Partition, PartitionWork, run_partitioned
+from driftline.flows.prefect_driver import PrefectDriver, verdict_state
+from driftline.tasks.partitioned import run_partitioned
 from driftline.tasks.retrain import Retraining
 from driftline.tasks.spec import load_spec
 
 # Dask worker memory cap of `dask_runner`'s local cluster: a partition and its states fit well within it.
 WORKER_MEMORY = "4GB"
-
-
-@task(name="partition-work", **IN_MEMORY)
-def share_work(work: PartitionWork) -> PartitionWork:
-    """The checks, profiles and model as one task's result: the partition tasks take it as their
-    upstream, so a Dask worker receives it once (the scheduler's dependency), not once per partition."""
-    return work
-
-
-def on_every_worker(future: PrefectFuture[Any]) -> None:
-    """On a Dask task runner, copy the finished result of `future` to every worker: Dask places a task
-    where its inputs are, so the tasks taking it would otherwise all queue on the one worker holding it.
-    Other task runners share the flow's memory: nothing to copy."""
-    dask_runner = sys.modules.get("prefect_dask.task_runners")
-    if dask_runner is not None and isinstance(future, dask_runner.PrefectDaskFuture):
-        wrapped = future.wrapped_future
-        wrapped.client.replicate([wrapped])
-
-
-def prefect_mapper(
-    fn: Callable[..., Any], partitions: Sequence[Partition], work: PartitionWork
-) -> Iterator[Any]:
-    """One Prefect task per partition on the flow's task runner, all fed by one `share_work` task
-    (on Dask, its result copied to every worker first); states yielded in partition order."""
-    as_task = task(fn, name="partition", **IN_MEMORY)
-    shared = share_work.submit(work)
-    on_every_worker(shared)
-    futures = [
-        as_task.with_options(task_run_name=f"partition-{i}").submit(p, shared)
-        for i, p in enumerate(partitions)
-    ]
-    for future in futures:
-        yield future.result()
 
 
 @verdict_flow(name="driftline-partitioned", task_runner=ThreadPoolTaskRunner(max_workers=2))
@@ -71,9 +34,7 @@ def partitioned_monitor(
     `Failed` when the batch reaches `fail_on`, unless `fail_flow_run` is off."""
     spec = load_spec(spec_path)
     driver = PrefectDriver(spec)
-    summary = run_partitioned(
-        spec, batch_id, driver=driver, mapper=prefect_mapper, alerts=alerts, retrain=retrain
-    ).to_dict()
+    summary = run_partitioned(spec, batch_id, driver=driver, alerts=alerts, retrain=retrain).to_dict()
     driver.report(spec, summary)
     return verdict_state([summary], spec.fail_on, fail_flow_run, summary)
 

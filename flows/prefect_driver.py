@@ -3,8 +3,9 @@ Secret blocks, retraining by event or deployment run, and the run report as arti
 
 from __future__ import annotations
 
+import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,11 +14,11 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
-from prefect.futures import wait
+from prefect.futures import PrefectFuture, wait
 from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
 
-from driftline.checks.result import severity_rank, worst_severity
+from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.flows.report import publish_artifacts
 from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.retrain import FAILED_EVENT, RetrainRequest, trigger_plain
@@ -40,23 +41,40 @@ def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
 IN_MEMORY = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
+@task(name="partition-work", **IN_MEMORY)
+def share_work(work: Any) -> Any:
+    """The checks, profiles and model as one task's result: the partition tasks take it as their
+    upstream, so a Dask worker receives it once (the scheduler's dependency), not once per partition."""
+    return work
+
+
+def on_every_worker(future: PrefectFuture[Any]) -> None:
+    """On a Dask task runner, copy the finished result of `future` to every worker: Dask places a task
+    where its inputs are, so the tasks taking it would otherwise all queue on the one worker holding it.
+    Other task runners share the flow's memory: nothing to copy."""
+    dask_runner = sys.modules.get("prefect_dask.task_runners")
+    if dask_runner is not None and isinstance(future, dask_runner.PrefectDaskFuture):
+        wrapped = future.wrapped_future
+        wrapped.client.replicate([wrapped])
+
+
 @dataclass
 class CheckRun:
     """One check task's results and its task run (whose state is renamed once the run is graded)."""
 
-    results: list[dict[str, Any]]
+    results: list[CheckResult]
     task_run: TaskRun | None
 
 
-def check_state(label: str, results: list[dict[str, Any]], logger: Any) -> State:
+def check_state(label: str, results: list[CheckResult], logger: Any) -> State:
     """The check task's final state: each `error` result an ERROR line of the flow run's log, and
     `Failed` when the check produced nothing but errors."""
-    errors = [r for r in results if r["status"] == "error"]
+    errors = [r for r in results if r.status == "error"]
     for result in errors:
-        logger.error("check %s errored on %s: %s", label, result["target"], result["reason"])
+        logger.error("check %s errored on %s: %s", label, result.target, result.reason)
     outcome = CheckRun(results, TaskRunContext.get().task_run)
     if errors and len(errors) == len(results):
-        return Failed(message=f"{label}: {errors[0]['reason']}", data=outcome)
+        return Failed(message=f"{label}: {errors[0].reason}", data=outcome)
     return Completed(data=outcome)
 
 
@@ -64,6 +82,15 @@ def check_state(label: str, results: list[dict[str, Any]], logger: Any) -> State
 def run_check_job(job: CheckJob) -> State:
     """One check of the run (in its own worker process under process isolation)."""
     return check_state(job.label, job.run(), get_run_logger())
+
+
+def shares_memory() -> bool:
+    """Whether the flow's task runner runs tasks in the flow's own process (threads)."""
+    from prefect.context import FlowRunContext
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    context = FlowRunContext.get()
+    return context is None or isinstance(context.task_runner, ThreadPoolTaskRunner)
 
 
 def severity_state_name(severity: str) -> str:
@@ -125,6 +152,7 @@ class PrefectDriver(Driver):
     name = "prefect"
 
     def __init__(self, spec: MonitorSpec | None = None) -> None:
+        super().__init__()
         self.spec = spec
         self.check_runs: list[CheckRun] = []
 
@@ -153,19 +181,41 @@ class PrefectDriver(Driver):
         )
         return as_task(*args)
 
-    def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[dict[str, Any]]]:
+    def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[CheckResult]]:
         """A task per check, named after the check and its targets; the flow's task runner sets the
-        parallelism. A task that crashes becomes the check's `error` result."""
+        parallelism. A task that crashes becomes the check's `error` result. On a task runner that
+        ships tasks to other processes (Dask), the checks run as the plain engine runs them, in
+        worker processes forked from the flow's (their frames are in its memory: never shipped)."""
+        if not shares_memory():
+            self.logger.info("%d check(s) in worker processes of the flow run", len(jobs))
+            return super().fan_out(jobs, workers)
         futures = [run_check_job.with_options(task_run_name=job.label).submit(job) for job in jobs]
         wait(futures)
-        self.check_runs = []
+        runs = []
         for future, job in zip(futures, jobs, strict=True):
             outcome = future.result(raise_on_failure=False)
             if isinstance(outcome, BaseException):
                 self.logger.error("check %s crashed: %s: %s", job.label, type(outcome).__name__, outcome)
                 outcome = CheckRun(job.failed(outcome), None)
-            self.check_runs.append(outcome)
-        return [run.results for run in self.check_runs]
+            runs.append(outcome)
+        self.check_runs.extend(runs)
+        return [run.results for run in runs]
+
+    def map_partitions(
+        self, fn: Callable[[Any, Any], T], partitions: Sequence[Any], work: Any, workers: int
+    ) -> Iterator[T]:
+        """One Prefect task per partition on the flow's task runner (which sets the parallelism), all
+        fed by one `share_work` task (on Dask, its result copied to every worker first); states
+        yielded in partition order."""
+        as_task = task(fn, name="partition", **IN_MEMORY)
+        shared = share_work.submit(work)
+        on_every_worker(shared)
+        futures = [
+            as_task.with_options(task_run_name=f"partition-{i}").submit(p, shared)
+            for i, p in enumerate(partitions)
+        ]
+        for future in futures:
+            yield future.result()
 
     def name_check_states(self, results: list[dict[str, Any]], min_severity: str) -> None:
         """Name each check task's state after the worst graded severity of its results, when that
@@ -176,7 +226,7 @@ class PrefectDriver(Driver):
         """
         graded = {(r["check"], r["target"]): r["severity"] for r in results if r["status"] == "ok"}
         for run in self.check_runs:
-            keys = {(r["check"], r["target"]) for r in run.results}
+            keys = {(r.check, r.target) for r in run.results}
             worst = worst_severity(graded.get(key, "none") for key in keys)
             if run.task_run is not None and severity_at_least(worst, min_severity):
                 rename_state(run.task_run, severity_state_name(worst))

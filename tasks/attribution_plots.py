@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from driftline.checks.result import CheckResult
 from driftline.tasks.files import write_private_file
 
 
@@ -127,18 +128,18 @@ def figure_name(*parts: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
 
 
-def _figures(results: list[Mapping[str, Any]], directory: Path) -> list[tuple[Path, Any, Mapping[str, Any]]]:
+def _figures(results: list[CheckResult], directory: Path) -> list[tuple[Path, Any, Mapping[str, Any]]]:
     """(file, drawing function, details) of every result that carries a segmentation tree or a
     pair cross matrix."""
     return [
-        (directory / f"{figure_name(r['check'], key)}.png", draw, r["details"])
+        (directory / f"{figure_name(r.check, key)}.png", draw, r.details)
         for r in results
         for key, draw in FIGURES.items()
-        if r["status"] == "ok" and key in (r.get("details") or {})
+        if r.status == "ok" and key in (r.details or {})
     ]
 
 
-def write_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Path]:
+def write_figures(results: list[CheckResult], directory: Path) -> list[Path]:
     """Draw the PNG figures of `results` into `directory`; returns their paths."""
     paths = []
     for path, draw, details in _figures(results, directory):
@@ -147,6 +148,6 @@ def write_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Pat
     return paths
 
 
-def drawn_figures(results: list[Mapping[str, Any]], directory: Path) -> list[Path]:
+def drawn_figures(results: list[CheckResult], directory: Path) -> list[Path]:
     """The figures of `results` that were drawn into `directory`."""
     return [path for path, _, _ in _figures(results, directory) if path.exists()]

@@ -2,21 +2,23 @@
 
 The core (`driftline.tasks.pipeline`) calls a driver for everything that differs between engines:
 how an I/O step runs (here: in-process with the shared retry policy), how the checks fan out (here:
-a thread pool, each check in its own worker process), where logs go, how retraining starts and how
-the run report is published. An orchestrator subclasses `Driver` and overrides what it does its own way.
+a thread pool, each check in its own worker process), how a partitioned batch's partitions are mapped
+(here: a process pool, or a Dask cluster), where logs go, how retraining starts and how the run
+report is published. An orchestrator subclasses `Driver` and overrides what it does its own way.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from driftline.checks.base import Check
 from driftline.checks.result import CheckResult
+from driftline.checks.runner import failure_result
 from driftline.tasks.isolation import fork_available, run_isolated
 from driftline.tasks.retrain import RetrainRequest, trigger_plain
 from driftline.tasks.spec import MonitorSpec
@@ -32,12 +34,12 @@ class CheckJob:
 
     check: Check
     label: str
-    evaluate: Callable[[], list[dict[str, Any]]]
+    evaluate: Callable[[], list[CheckResult]]
     isolation: Literal["process", "thread"] = "process"
     timeout_s: float | None = None
     memory_mb: int | None = None
 
-    def run(self) -> list[dict[str, Any]]:
+    def run(self) -> list[CheckResult]:
         """The check's results; a timeout or a dead worker becomes an `error` result, never a lost check."""
         try:
             if self.isolation == "process" and fork_available():
@@ -48,15 +50,19 @@ class CheckJob:
         except Exception as exc:
             return self.failed(exc)
 
-    def failed(self, exc: BaseException) -> list[dict[str, Any]]:
+    def failed(self, exc: BaseException) -> list[CheckResult]:
         """The single `error` result that stands for this check when it could not finish."""
-        return [CheckResult.error(self.check.name, "*", f"{type(exc).__name__}: {exc}").to_dict()]
+        return [failure_result(self.check.name, exc, None)]
 
 
 class Driver:
-    """The plain engine: steps in-process, checks in worker processes fanned out from a thread pool."""
+    """The plain engine: steps in-process, checks in worker processes fanned out from a thread pool,
+    partitions in a process pool or, given a `distributed.Client`, as tasks on its Dask cluster."""
 
     name = "local"
+
+    def __init__(self, dask_client: Any = None) -> None:
+        self.dask_client = dask_client
 
     @property
     def logger(self) -> Any:
@@ -77,10 +83,23 @@ class Driver:
         """Run one I/O step, retried on transient errors."""
         return IO_RETRIES.call(fn, *args)
 
-    def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[dict[str, Any]]]:
+    def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[CheckResult]]:
         """Every job's results, in job order, `workers` at a time."""
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftline-check") as pool:
             return list(pool.map(CheckJob.run, jobs))
+
+    def map_partitions(
+        self, fn: Callable[[Any, Any], T], partitions: Sequence[Any], work: Any, workers: int
+    ) -> Iterator[T]:
+        """`fn(partition, work)` for every partition, yielded in partition order (the caller merges them
+        as they come, holding a few at a time)."""
+        if self.dask_client is not None:
+            yield from _on_dask(self.dask_client, fn, partitions, work)
+        elif workers <= 1 or len(partitions) <= 1:
+            yield from (fn(p, work) for p in partitions)
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                yield from pool.map(fn, partitions, [work] * len(partitions))
 
     def secret(self, block: str) -> str | None:
         """A secret stored by the orchestrator; the plain engine has none (use an environment variable)."""
@@ -98,3 +117,13 @@ class Driver:
 
     def publish(self, summary: dict[str, Any], figures: list[Path]) -> None:
         """Publish the run report where the engine shows it; the plain engine has the files only."""
+
+
+def _on_dask(client: Any, fn: Callable[[Any, Any], T], partitions: Sequence[Any], work: Any) -> Iterator[T]:
+    """Partitions as tasks on a Dask cluster: `work` (checks, profiles, model) sent to every worker
+    once, then each task reads and evaluates one partition; each state is released once yielded."""
+    shared = client.scatter(work, broadcast=True)
+    futures = client.map(fn, list(partitions), work=shared, pure=False)
+    for future in futures:
+        yield future.result()
+        future.release()

@@ -185,7 +185,7 @@ def export_from_spec(spec: MonitorSpec, name: str | None = None) -> dict[str, An
     model = load_model(spec.model, spec.base_dir) if spec.model else None
     load = partial(load_reference, *source_args(spec, spec.reference, "reference"))
     reference, _, columns = read_reference(spec, load, model)
-    cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
+    cache = ProfileCache(spec.state_dir / "profiles")
     source = str(spec.reference.path) if spec.reference.path else "sql"
     return build_suite(
         reference,

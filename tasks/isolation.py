@@ -46,6 +46,12 @@ def fork_available() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
+def may_fork_workers() -> bool:
+    """Whether this process can start worker processes: the platform forks and the process is not a
+    daemon (a Dask worker, say, which may not have children)."""
+    return fork_available() and not multiprocessing.current_process().daemon
+
+
 def _limit_memory(memory_mb: int) -> None:
     """Cap the worker's address space at what it has now plus `memory_mb`."""
     with open("/proc/self/statm") as fh:

@@ -17,27 +17,25 @@ else they are stored as `skipped` with the reason.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.result import CheckResult
+from driftline.tasks.context import RunContext
 from driftline.tasks.driver import Driver
-from driftline.tasks.partitioned import GATHER_ROWS, NOT_SUPPORTED, plan_batch, require_partitionable
-from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.partitioned import NOT_SUPPORTED, plan_batch, require_partitionable
+from driftline.tasks.plan import CheckPlan, Evaluation
+from driftline.tasks.reference import PreparedReference, scored
 from driftline.tasks.sources import BATCH_PLACEHOLDER, SourceError, read_table
 from driftline.tasks.spec import MonitorSpec, Source, SpecError
-from driftline.tasks.steps import evaluate_check, grade_run, load_batch, source_args
+from driftline.tasks.steps import grade_run, load_batch, source_args
 
 log = logging.getLogger(__name__)
 # Runs looked at per monitor run, newest first: labels older than this many batches are not waited for.
 LOOKBACK_RUNS = 50
-
-Prepare = Callable[[pd.DataFrame], tuple[pd.DataFrame, Columns]]
 
 
 @dataclass
@@ -54,11 +52,6 @@ class LabelJoin:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def label_checks(spec: MonitorSpec) -> list[tuple[str, dict[str, Any]]]:
-    """The spec's checks that need a label: (name, parameters), in spec order."""
-    return [(e.check, e.check_params()) for e in spec.checks if "label" in registry.get(e.check).needs]
 
 
 def load_labels(spec: MonitorSpec, source: Source, batch_id: str) -> pd.DataFrame | None:
@@ -111,7 +104,7 @@ class Labelled:
 
 
 def labelled_batch(
-    spec: MonitorSpec, batch_id: str, labels: pd.DataFrame, columns: Columns, gather_rows: int
+    spec: MonitorSpec, batch_id: str, labels: pd.DataFrame, columns: Columns, gather_rows: int, driver: Driver
 ) -> Labelled:
     """The batch's labelled rows: read whole, or, when it is read in partitions (Parquet files or SQL
     pages), joined one partition at a time, reading no further once more than `gather_rows` are
@@ -123,7 +116,7 @@ def labelled_batch(
     except SpecError:
         batch = load_batch(*source_args(spec, spec.batches, "batches"), batch_id).frame
         return Labelled(len(batch), joined(batch, keyed, columns.id, columns.label))
-    _, parts, _ = plan_batch(spec, batch_id, Driver())
+    _, parts, _ = plan_batch(spec, batch_id, driver)
     rows = sum(p.rows for p in parts)
     frames: list[pd.DataFrame] = []
     labelled = 0
@@ -152,56 +145,43 @@ def pending_batches(url: str, monitor: str, exclude: str) -> list[str]:
 
 
 def join_late_labels(
-    spec: MonitorSpec,
-    *,
-    current_batch: str,
-    columns: Columns,
-    reference: pd.DataFrame,
-    ref_hash: str,
-    cache: ProfileCache,
-    prepare: Prepare,
-    gather_rows: int = GATHER_ROWS,
+    context: RunContext, *, current_batch: str, prepared: PreparedReference
 ) -> list[LabelJoin]:
     """Join the labels that have landed onto earlier batches and store their label checks' results.
 
-    `prepare` scores a re-loaded batch as the run scores its own (model, columns). A batch whose labels
-    cannot be read or joined is logged and tried again on the next run; it never fails this run. A
-    partitioned batch with more than `gather_rows` labelled rows gets its label checks `skipped`.
+    The re-loaded batch is scored as the run scores its own (`prepared`: model, roles, reference) and
+    its label checks go through the run's check plan and driver. A batch whose labels cannot be read or
+    joined is logged and tried again on the next run; it never fails this run. A partitioned batch
+    with more than `gather_rows` labelled rows gets its label checks `skipped`.
     """
     from driftline.tasks.history.db import connected_store
     from driftline.tasks.history.store import record_late_results
 
+    spec, columns = context.spec, prepared.roles
     if spec.labels is None or columns.label is None or columns.id is None:
         return []
-    checks = label_checks(spec)
-    url = spec.database_url()
+    plan = CheckPlan.from_spec(spec, prepared.model).select(lambda check: "label" in check.needs)
+    names = [p.check.name for p in plan.checks]
+    url, gather_rows = context.database_url, context.options.gather_rows
     joins: list[LabelJoin] = []
     for batch_id in pending_batches(url, spec.name, exclude=current_batch):
         try:
             labels = load_labels(spec, spec.labels, batch_id)
             if labels is None:
                 continue
-            batch = labelled_batch(spec, batch_id, labels, columns, gather_rows)
-            scored = None if batch.frame is None else prepare(batch.frame)
+            batch = labelled_batch(spec, batch_id, labels, columns, gather_rows, context.driver)
+            rescored = None if batch.frame is None else scored(prepared.model, batch.frame, columns)
         except SourceError as exc:
             log.warning("labels of batch %s not joined: %s", batch_id, exc)
             continue
-        if scored is None:
+        if rescored is None:
             log.warning("label checks of batch %s skipped: %s", batch_id, batch.reason)
-            results = [
-                CheckResult.skipped(name, "*", str(batch.reason), rows=batch.rows).to_dict()
-                for name, _ in checks
-            ]
+            results = [CheckResult.skipped(name, "*", str(batch.reason), rows=batch.rows) for name in names]
         else:
-            evaluated = [
-                result
-                for name, params in checks
-                for result in evaluate_check(
-                    registry.create(name, params), *scored, reference, ref_hash, cache
-                )
-            ]
-            results = grade_run(evaluated, spec.alerts.confidence)
-        labelled = None if scored is None else len(scored[0])
+            evaluation = Evaluation(*rescored, prepared.frame, prepared.content_hash, context.cache)
+            evaluation.read_reference_if_fitting(plan)
+            results = grade_run(plan.run(context.driver, evaluation), spec.alerts.confidence)
+        labelled = None if rescored is None else len(rescored[0])
         note = {"rows": batch.rows, "labelled_rows": labelled} | (
             {"reason": batch.reason} if batch.reason else {}
         )
@@ -210,11 +190,10 @@ def join_late_labels(
                 engine,
                 monitor=spec.name,
                 batch_id=batch_id,
-                results=results,
+                results=[r.to_dict() for r in results],
                 fail_on=spec.fail_on,
                 labels=note,
             )
-        names = [n for n, _ in checks]
         joins.append(LabelJoin(batch_id, batch.rows, labelled, status, worst, names, batch.reason))
         log.info("labels joined onto batch %s: %s of %d rows labelled", batch_id, labelled, batch.rows)
     return joins

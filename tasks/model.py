@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from driftline.checks.columns import Columns
+from driftline.checks.custom import ImportPathError, imported
 
 
 class ModelError(ValueError):
@@ -32,13 +29,9 @@ def load_model(import_path: str, base_dir: Path | None = None) -> Any:
 
     The module is looked up in the spec's folder (`base_dir`) first, then on the usual import path.
     """
-    module_name, _, attribute = import_path.partition(":")
-    if not module_name or not attribute:
-        raise ModelError(f"model {import_path!r}: expected the form package.module:callable")
     try:
-        with _importable_from(base_dir):
-            factory = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
+        factory = imported(import_path, base_dir, "package.module:callable")
+    except ImportPathError as exc:
         raise ModelError(f"model {import_path!r}: {exc}") from exc
     if hasattr(factory, "predict"):
         return factory
@@ -61,20 +54,6 @@ def _require_no_arguments(factory: Any, import_path: str) -> None:
         raise ModelError(f"model {import_path!r}: {exc}; {MODEL_CONTRACT}") from None
     except ValueError:  # builtins without a signature: let the call itself decide
         return
-
-
-@contextmanager
-def _importable_from(folder: Path | None) -> Iterator[None]:
-    """`folder` first on the import path for the duration of the import."""
-    entry = str(folder.resolve()) if folder is not None else None
-    if entry is None or entry in sys.path:
-        yield
-        return
-    sys.path.insert(0, entry)
-    try:
-        yield
-    finally:
-        sys.path.remove(entry)
 
 
 def model_features(model: Any, columns: Columns) -> list[str]:

@@ -2,19 +2,20 @@
 checks that merge are evaluated one partition per task and their partial states merged, so no process
 ever holds the whole batch.
 
-Mergeable checks (a `mergeable` class attribute, `partial`/`merge`/`finish` methods) compute a small
-state per partition on any executor (a process pool here, Dask workers under `flows.partitioned`);
-the driver merges the states in partition order and turns them into the results `evaluate` gives on
-the whole batch. The schema check reads the partitions' schemas only. Any other check is evaluated on
-the gathered batch when it has at most `gather_rows` rows, and is otherwise `skipped` with the reason.
-The run is then stored, alerted, retrained and reported through the same steps as `run_monitor`.
+Mergeable checks (`checks.mergeable`) compute a small state per partition wherever the driver maps
+partitions (a process pool, a Dask cluster, Prefect tasks); the states are merged in partition order
+and turned into the results `evaluate` gives on the whole batch. The schema check reads the
+partitions' schemas only. Any other check is evaluated on the gathered batch, through the run's check
+plan and driver like a whole batch's checks (isolated, with their limits), when it has at most
+`gather_rows` rows, and is otherwise `skipped` with the reason. The run is then stored, alerted,
+retrained and reported through the same steps as `run_monitor`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,17 +23,29 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from driftline.checks import registry
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.mergeable import merge_obstacle
 from driftline.checks.result import CheckResult
-from driftline.checks.runner import absent_columns, absent_features, missing_role, without_features
+from driftline.checks.runner import Screened, failure_result, fitted_profile, missing_role, screen
 from driftline.tasks.attribution_plots import write_figures
+from driftline.tasks.context import GATHER_ROWS, RunContext, RunOptions
 from driftline.tasks.driver import Driver
-from driftline.tasks.pipeline import SCHEMA_CHECK, Ran, RunSummary, conclude_run, report_dir, tracked_run
+from driftline.tasks.isolation import may_fork_workers, run_isolated
+from driftline.tasks.pipeline import (
+    Ran,
+    RunSummary,
+    awaited_label,
+    conclude_run,
+    prepare_run_reference,
+    report_dir,
+    tracked_run,
+)
+from driftline.tasks.plan import SCHEMA_CHECK, CheckPlan, Evaluation, PlannedCheck, waiting_for_labels
 from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.reference import LazyReference, prepare_reference, scored
+from driftline.tasks.reference import scored
+from driftline.tasks.retrain import Retraining
 from driftline.tasks.sources import (
     SourceError,
     batch_partitions,
@@ -43,15 +56,9 @@ from driftline.tasks.sources import (
 )
 from driftline.tasks.spec import MonitorSpec, SpecError, SqlSource
 from driftline.tasks.sql_pages import SqlPage, plan_sql_pages
-from driftline.tasks.steps import evaluate_check, load_reference, require_reference, source_args
+from driftline.tasks.steps import require_reference, source_args
 
-# Checks without a mergeable evaluation are run on the gathered batch up to this many rows.
-GATHER_ROWS = 1_000_000
 NOT_SUPPORTED = "not supported on partitioned batches"
-
-# How the partition tasks run: `mapper(fn, partitions, work)` yields `fn(p, work)` for each partition,
-# in partition order (the driver merges them as they come, holding a few states at a time).
-Mapper = Callable[[Callable[..., Any], Sequence["Part"], "PartitionWork"], Iterable[Any]]
 # Partition states held before they are merged into the running state.
 MERGE_EVERY = 8
 
@@ -106,24 +113,35 @@ def schema_frame(path: str) -> pd.DataFrame:
 
 @dataclass
 class MergeJob:
-    """One mergeable check of a run, ready to evaluate per partition: its profile and column roles."""
+    """One mergeable check of a run, ready to evaluate per partition: its profile, column roles and
+    time limit."""
 
     key: str
-    check: Check
     profile: Any
-    columns: Columns
-    gaps: dict[str, str] = field(default_factory=dict)
+    screened: Screened
+    timeout_s: float | None = None
+
+    @property
+    def check(self) -> Check:
+        return self.screened.check
+
+    @property
+    def columns(self) -> Columns:
+        return self.screened.columns
 
 
 @dataclass
 class PartitionWork:
-    """What every partition task needs: the mergeable checks, the model that scores the rows, and the
-    batch's column dtypes (from its first partition)."""
+    """What every partition task needs: the mergeable checks, the model that scores the rows, the
+    batch's column dtypes (from its first partition), and the limits of one partition's evaluation
+    (the largest time limit of its checks, the run's memory limit; None: no forked worker)."""
 
     jobs: list[MergeJob]
     roles: Columns
     model: Any = None
     schema: pd.DataFrame | None = None
+    timeout_s: float | None = None
+    memory_mb: int | None = None
 
 
 def read_partition(
@@ -149,43 +167,60 @@ def with_dtypes(frame: pd.DataFrame, schema: pd.DataFrame | None) -> pd.DataFram
     return frame
 
 
-def evaluate_partition(partition: Part, work: PartitionWork) -> dict[str, tuple[str, Any]]:
-    """Every mergeable check's partial state on one partition: ("ok", state), or ("skipped" |
-    "error", reason) when the check stops on this partition."""
+def evaluate_partition(partition: Part, work: PartitionWork) -> dict[str, Any]:
+    """Every mergeable check's partial state on one partition, or the result that stops the check
+    (a `CheckResult`) when it cannot go on with this partition. With a time limit, and where this
+    process may start one, the partition is evaluated in a forked worker stopped at the limit, as a
+    check is (a Dask worker is a daemon that may not: Dask bounds its own tasks)."""
+    if work.timeout_s is None or not may_fork_workers():
+        return partial_states(partition, work)
+    try:
+        return run_isolated(
+            functools.partial(partial_states, partition, work),
+            timeout_s=work.timeout_s,
+            memory_mb=work.memory_mb,
+            label="partition",
+        )
+    except Exception as exc:
+        reason = f"{partition.name}: {type(exc).__name__}: {exc}"
+        return {job.key: CheckResult.error(job.check.name, "*", reason) for job in work.jobs}
+
+
+def partial_states(partition: Part, work: PartitionWork) -> dict[str, Any]:
+    """`evaluate_partition` in this process."""
     frame = read_partition(partition, work.roles, work.model, work.schema)
-    states: dict[str, tuple[str, Any]] = {}
+    states: dict[str, Any] = {}
     for job in work.jobs:
         try:
-            states[job.key] = ("ok", job.check.partial(frame, job.profile, job.columns))
-        except NotApplicable as exc:
-            states[job.key] = ("skipped", str(exc))
-        except CheckInputError as exc:
-            states[job.key] = ("error", str(exc))
+            states[job.key] = job.check.partial(frame, job.profile, job.columns)
+        except (CheckInputError, NotApplicable) as exc:
+            states[job.key] = failure_result(job.check.name, exc, None)
         except Exception as exc:
-            states[job.key] = ("error", f"{partition.name}: {type(exc).__name__}: {exc}")
+            reason = f"{partition.name}: {type(exc).__name__}: {exc}"
+            states[job.key] = CheckResult.error(job.check.name, "*", reason)
     return states
 
 
 class Merger:
     """Merges one check's partition states as they arrive (in partition order), a few at a time, and
-    turns the merged state into the check's results. A partition that stopped the check (skipped or
-    error) stands for the whole check, as the same error would on the whole batch."""
+    turns the merged state into the check's results. A partition that stopped the check stands for the
+    whole check, as the same error would on the whole batch."""
 
     def __init__(self, job: MergeJob) -> None:
         self.job = job
-        self.stopped: tuple[str, Any] | None = None
+        self.stopped: CheckResult | None = None
         self.merged: Any = None
         self.buffer: list[Any] = []
         self.failure: BaseException | None = None
 
-    def add(self, state: tuple[str, Any]) -> None:
+    def add(self, state: Any) -> None:
         """Take one partition's state."""
         if self.stopped is not None or self.failure is not None:
             return
-        if state[0] != "ok":
+        if isinstance(state, CheckResult):
             self.stopped, self.merged, self.buffer = state, None, []
             return
-        self.buffer.append(state[1])
+        self.buffer.append(state)
         if len(self.buffer) >= MERGE_EVERY:
             self._flush()
 
@@ -199,7 +234,7 @@ class Merger:
         except Exception as exc:
             self.failure = exc
 
-    def results(self, rows: int) -> list[dict[str, Any]]:
+    def results(self, rows: int) -> list[CheckResult]:
         """The check's results from every state taken, plus one error per feature absent from the batch."""
         job, name = self.job, self.job.check.name
         try:
@@ -207,55 +242,14 @@ class Merger:
             if self.failure is not None:
                 raise self.failure
             if self.stopped is not None:
-                make = CheckResult.skipped if self.stopped[0] == "skipped" else CheckResult.error
-                results = [make(name, "*", self.stopped[1], rows=rows)]
+                results = [replace(self.stopped, rows=rows)]
             else:
                 results = job.check.finish(self.merged, job.profile, job.columns) or [
                     CheckResult.skipped(name, "*", "no target to evaluate", rows=rows)
                 ]
-        except NotApplicable as exc:
-            results = [CheckResult.skipped(name, "*", str(exc), rows=rows)]
-        except CheckInputError as exc:
-            results = [CheckResult.error(name, "*", str(exc), rows=rows)]
         except Exception as exc:
-            results = [CheckResult.error(name, "*", f"{type(exc).__name__}: {exc}", rows=rows)]
-        errors = [CheckResult.error(name, target, why, rows=rows) for target, why in job.gaps.items()]
-        return [r.to_dict() for r in results if r.target not in job.gaps] + [e.to_dict() for e in errors]
-
-
-def pool_mapper(workers: int) -> Mapper:
-    """The plain engine's mapper: partitions in a pool of `workers` processes (one partition each)."""
-
-    def run(fn: Callable[..., Any], partitions: Sequence[Part], work: PartitionWork) -> Iterator[Any]:
-        if workers <= 1 or len(partitions) <= 1:
-            yield from (fn(p, work) for p in partitions)
-            return
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            yield from pool.map(fn, partitions, [work] * len(partitions))
-
-    return run
-
-
-def dask_mapper(client: Any) -> Mapper:
-    """Partitions as tasks on a Dask cluster (a `distributed.Client`), without Prefect: the checks and
-    profiles are sent to every worker once, then each task reads and evaluates one partition; each
-    state is released on the cluster once the driver has it."""
-
-    def run(fn: Callable[..., Any], partitions: Sequence[Part], work: PartitionWork) -> Iterator[Any]:
-        shared = client.scatter(work, broadcast=True)
-        futures = client.map(fn, list(partitions), work=shared, pure=False)
-        for future in futures:
-            yield future.result()
-            future.release()
-
-    return run
-
-
-def mergeable_reason(check: Check) -> str | None:
-    """None when the check merges across partitions, else why not."""
-    if not getattr(check, "mergeable", False):
-        return f"{check.name} has no mergeable evaluation"
-    return check.merge_limit()
+            results = [failure_result(name, exc, rows)]
+        return job.screened.completed(results)
 
 
 def require_partitionable(spec: MonitorSpec) -> None:
@@ -295,61 +289,34 @@ def run_partitioned(
     *,
     driver: Driver | None = None,
     cache: ProfileCache | None = None,
-    mapper: Mapper | None = None,
     alerts: bool = True,
-    retrain: bool = True,
+    retrain: Retraining = True,
     gather_rows: int = GATHER_ROWS,
 ) -> RunSummary:
     """One monitor run over a partitioned batch (the newest when `batch_id` is None): Parquet
-    partitions, or a SQL batch in pages of `sql.page_by`."""
+    partitions, or a SQL batch in pages of `sql.page_by`, mapped by the driver."""
     require_partitionable(spec)
-    driver = driver or Driver()
-    spec.database_url()
-    state_dir = spec.base_dir / ".driftline"
-    cache = cache or ProfileCache(state_dir / "profiles")
+    options = RunOptions(alerts=alerts, retrain=retrain, gather_rows=gather_rows)
+    context = RunContext.open(spec, driver=driver, cache=cache, options=options)
     require_reference(spec)
-    batch_id, partitions, batch_time = plan_batch(spec, batch_id, driver)
+    batch_id, partitions, batch_time = plan_batch(spec, batch_id, context.driver)
     rows = sum(p.rows for p in partitions)
-    driver.logger.info(
+    context.driver.logger.info(
         "monitor %s: batch %s, %d rows in %d partitions", spec.name, batch_id, rows, len(partitions)
     )
-    with tracked_run(spec, driver, batch_id, batch_time):
-        run = _PartitionedRun(spec, batch_id, partitions, cache, driver, gather_rows)
-        results = run.results(mapper or pool_mapper(spec.execution.workers))
-        return conclude_run(
-            spec,
-            driver,
-            Ran(batch_id, batch_time, rows, results),
-            run.prepared,
-            cache,
-            report_dir(spec, batch_id),
-            alerts=alerts,
-            retrain=retrain,
-            gather_rows=gather_rows,
-        )
+    with tracked_run(context, batch_id, batch_time):
+        run = _PartitionedRun(context, batch_id, partitions)
+        results = run.results()
+        return conclude_run(context, Ran(batch_id, batch_time, rows, results), run.prepared)
 
 
 class _PartitionedRun:
     """The checks of one partitioned run: fitted (or looked up) in the driver, evaluated per partition."""
 
-    def __init__(
-        self,
-        spec: MonitorSpec,
-        batch_id: str,
-        partitions: list[Part],
-        cache: ProfileCache,
-        driver: Driver,
-        gather_rows: int,
-    ) -> None:
-        self.spec, self.batch_id, self.partitions = spec, batch_id, partitions
-        self.cache, self.driver, self.gather_rows = cache, driver, gather_rows
+    def __init__(self, context: RunContext, batch_id: str, partitions: list[Part]) -> None:
+        self.context, self.batch_id, self.partitions = context, batch_id, partitions
         self.rows = sum(p.rows for p in partitions)
-
-        def load() -> pd.DataFrame:
-            args = source_args(spec, spec.reference, "reference")
-            return driver.step("load-reference", load_reference, *args)
-
-        self.prepared = prepare_reference(spec, load, cache.directory)
+        self.prepared = prepare_run_reference(context)
         self.reference = self.prepared.frame
         first = partitions[0]
         if isinstance(first, Partition) and self.prepared.model is None:
@@ -359,112 +326,109 @@ class _PartitionedRun:
         self.batch_schema = head.iloc[:0]
         scored_head, self.columns = scored(self.prepared.model, head, self.prepared.roles)
         self.schema = scored_head.iloc[:0]
-        self._gathered: pd.DataFrame | None = None
+        self.awaited = awaited_label(context.spec, self.schema, self.columns)
+        self.plan = CheckPlan.from_spec(context.spec, self.prepared.model, arrive_later=self.awaited)
 
-    def checks(self) -> list[Check]:
-        """The schema check first (unless listed), then the spec's checks in order."""
-        awaited = self.awaiting_labels()
-        names = [(e.check, e.check_params()) for e in self.spec.checks]
-        if all(n != SCHEMA_CHECK for n, _ in names):
-            names.insert(0, (SCHEMA_CHECK, {"arrive_later": [self.columns.label]} if awaited else {}))
-        checks = []
-        for name, params in names:
-            check = registry.create(name, params)
-            if self.prepared.model is not None and hasattr(check, "attach_model"):
-                check.attach_model(self.prepared.model)
-            checks.append(check)
-        return checks
-
-    def awaiting_labels(self) -> bool:
-        label = self.columns.label
-        return self.spec.labels is not None and label is not None and label not in self.schema.columns
-
-    def results(self, mapper: Mapper) -> list[dict[str, Any]]:
-        """Every check's results in spec order: merged, schema-only, gathered or skipped."""
-        checks = self.checks()
-        outcomes: list[list[dict[str, Any]] | MergeJob] = [self._prepare(c, i) for i, c in enumerate(checks)]
+    def results(self) -> list[CheckResult]:
+        """Every check's results in plan order: merged, schema-only, gathered or skipped."""
+        outcomes: list[list[CheckResult] | MergeJob | None] = [
+            self._prepare(p, i) for i, p in enumerate(self.plan.checks)
+        ]
         jobs = [o for o in outcomes if isinstance(o, MergeJob)]
+        merged: dict[str, list[CheckResult]] = {}
         if jobs:
-            work = PartitionWork(jobs, self.prepared.roles, self.prepared.model, self.batch_schema)
+            work = self._work(jobs)
             mergers = {j.key: Merger(j) for j in jobs}
-            for states in mapper(evaluate_partition, self.partitions, work):
+            workers = self.context.spec.execution.workers
+            for states in self.context.driver.map_partitions(
+                evaluate_partition, self.partitions, work, workers
+            ):
                 for key, merger in mergers.items():
                     merger.add(states[key])
             merged = {key: merger.results(self.rows) for key, merger in mergers.items()}
-            outcomes = [merged[o.key] if isinstance(o, MergeJob) else o for o in outcomes]
-        results = [r for outcome in outcomes for r in outcome]
+        pending = [p.check for p, o in zip(self.plan.checks, outcomes, strict=True) if o is None]
+        gathered = iter(self._gathered(pending))
+
+        def final(outcome: list[CheckResult] | MergeJob | None) -> list[CheckResult]:
+            if isinstance(outcome, MergeJob):
+                return merged[outcome.key]
+            return next(gathered) if outcome is None else outcome
+
+        results = [r for outcome in outcomes for r in final(outcome)]
         try:
-            write_figures(results, report_dir(self.spec, self.batch_id))
+            write_figures(results, report_dir(self.context.spec, self.batch_id))
         except Exception as exc:
-            self.driver.logger.warning("figures not drawn: %s: %s", type(exc).__name__, exc)
+            self.context.driver.logger.warning("figures not drawn: %s: %s", type(exc).__name__, exc)
         return results
 
-    def _prepare(self, check: Check, index: int) -> list[dict[str, Any]] | MergeJob:
-        """The check's final results when they need no partition pass, else its merge job."""
+    def _work(self, jobs: list[MergeJob]) -> PartitionWork:
+        """The partition tasks' work, limited as the plan limits its checks under process isolation."""
+        execution = self.plan.execution
+        limited = execution.isolation == "process"
+        return PartitionWork(
+            jobs,
+            self.prepared.roles,
+            self.prepared.model,
+            self.batch_schema,
+            timeout_s=max(j.timeout_s or execution.timeout_s for j in jobs) if limited else None,
+            memory_mb=execution.memory_mb if limited else None,
+        )
+
+    def _prepare(self, planned: PlannedCheck, index: int) -> list[CheckResult] | MergeJob | None:
+        """The check's final results when they need no partition pass, its merge job, or None when it
+        is to be evaluated on the gathered batch."""
+        check = planned.check
         name, rows = check.name, self.rows
-        if self.awaiting_labels() and "label" in check.needs:
-            reason = "the batch has no labels yet: this check runs when they land (see `labels:`)"
-            return [CheckResult.skipped(name, "*", reason, rows=rows).to_dict()]
+        if self.awaited and "label" in check.needs:
+            return waiting_for_labels(check, rows)
         if rows == 0 and not missing_role(check, self.columns):  # as on a whole empty batch
-            return [CheckResult.skipped(name, "*", "the batch is empty", rows=0).to_dict()]
+            return [CheckResult.skipped(name, "*", "the batch is empty", rows=0)]
         if check.name == SCHEMA_CHECK:
             return self._schema(check)
-        reason = mergeable_reason(check)
+        reason = merge_obstacle(check)
         if reason is not None:
-            return self._gathered_or_skipped(check, reason)
-        columns = self.columns
-        stop = missing_role(check, columns)
-        if stop:
-            return [CheckResult.skipped(name, "*", stop, rows=rows).to_dict()]
-        frames = {"batch": self.schema, "reference": self.reference}
-        for label, frame in frames.items():
-            absent = absent_columns(check, columns, frame)
-            if absent:
-                return [
-                    CheckResult.error(
-                        name, "*", f"the {label} has no column(s) {absent}", rows=rows
-                    ).to_dict()
-                ]
-        gaps = absent_features(check, columns, frames)
-        if gaps:
-            narrowed = without_features(check, columns, gaps)
-            if narrowed is None:
-                return [CheckResult.error(name, t, why, rows=rows).to_dict() for t, why in gaps.items()]
-            check, columns = narrowed
-        try:
-            if len(self.reference) == 0:
-                raise CheckInputError("the reference is empty")
-            profile = self.cache.get_or_fit(check, self.reference, columns, self.prepared.content_hash)
-        except NotApplicable as exc:
-            return [CheckResult.skipped(name, "*", str(exc), rows=rows).to_dict()]
-        except CheckInputError as exc:
-            return [CheckResult.error(name, "*", str(exc), rows=rows).to_dict()]
-        except Exception as exc:
-            return [CheckResult.error(name, "*", f"{type(exc).__name__}: {exc}", rows=rows).to_dict()]
-        return MergeJob(f"{index}:{name}", check, profile, columns, gaps)
+            if rows > self.context.options.gather_rows:
+                message = f"{NOT_SUPPORTED} of more than {self.context.options.gather_rows} rows ({reason})"
+                return [CheckResult.skipped(name, "*", message, rows=rows)]
+            return None
+        screened = screen(check, self.columns, {"batch": self.schema, "reference": self.reference}, rows)
+        if isinstance(screened, list):
+            return screened
+        cache, ref_hash = self.context.cache, self.prepared.content_hash
 
-    def _schema(self, check: Check) -> list[dict[str, Any]]:
+        def cached_fit(check: Check, reference: pd.DataFrame, columns: Columns) -> Any:
+            return cache.get_or_fit(check, reference, columns, ref_hash)
+
+        try:
+            profile = fitted_profile(screened.check, self.reference, screened.columns, cached_fit)
+        except Exception as exc:
+            return [failure_result(name, exc, rows)]
+        return MergeJob(
+            f"{index}:{name}", profile, screened, planned.timeout_s or self.plan.execution.timeout_s
+        )
+
+    def _schema(self, check: Check) -> list[CheckResult]:
         """The schema check on the partitions' shared schema, reporting the batch's row count."""
         try:
-            profile = self.cache.get_or_fit(check, self.reference, self.columns, self.prepared.content_hash)
-            results = [r.to_dict() for r in check.evaluate(self.schema, profile, self.columns)]
+            profile = self.context.cache.get_or_fit(
+                check, self.reference, self.columns, self.prepared.content_hash
+            )
+            results = check.evaluate(self.schema, profile, self.columns)
         except Exception as exc:
-            return [
-                CheckResult.error(check.name, "*", f"{type(exc).__name__}: {exc}", rows=self.rows).to_dict()
-            ]
-        return [{**r, "rows": self.rows} for r in results]
+            results = [failure_result(check.name, exc, self.rows)]
+        return [replace(r, rows=self.rows) for r in results]
 
-    def _gathered_or_skipped(self, check: Check, reason: str) -> list[dict[str, Any]]:
-        """A check that does not merge: evaluated on the whole batch when it is small enough."""
-        if self.rows > self.gather_rows:
-            message = f"{NOT_SUPPORTED} of more than {self.gather_rows} rows ({reason})"
-            return [CheckResult.skipped(check.name, "*", message, rows=self.rows).to_dict()]
-        if self._gathered is None:
-            roles, model = self.prepared.roles, self.prepared.model
-            frames = [read_partition(p, roles, model, self.batch_schema) for p in self.partitions]
-            self._gathered = pd.concat(frames) if len(frames) > 1 else frames[0]
-        if isinstance(self.reference, LazyReference):
-            self.reference.read()
-        return evaluate_check(
-            check, self._gathered, self.columns, self.reference, self.prepared.content_hash, self.cache
+    def _gathered(self, checks: list[Check]) -> list[list[CheckResult]]:
+        """The results of the checks that do not merge, each evaluated on the whole batch gathered
+        into one frame, through the plan and the driver like a whole batch's checks."""
+        if not checks:
+            return []
+        roles, model = self.prepared.roles, self.prepared.model
+        frames = [read_partition(p, roles, model, self.batch_schema) for p in self.partitions]
+        gathered = pd.concat(frames) if len(frames) > 1 else frames[0]
+        evaluation = Evaluation(
+            gathered, self.columns, self.reference, self.prepared.content_hash, self.context.cache
         )
+        plan = self.plan.select(lambda c: any(c is chosen for chosen in checks))
+        evaluation.read_reference_if_fitting(plan)
+        return self.context.driver.fan_out(plan.jobs(evaluation), self.context.spec.execution.workers)

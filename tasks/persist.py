@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from driftline.tasks.context import RunContext
 from driftline.tasks.driver import Driver
 from driftline.tasks.spec import MonitorSpec
 from driftline.tasks.spool import replay_spool, spool_run
@@ -126,10 +127,9 @@ def _purge_delivered(url: str, logger: Any) -> None:
         logger.info("purged %d delivered alert(s) older than %s", purged, DELIVERED_RETENTION)
 
 
-def persist_run(
-    spec: MonitorSpec, record: dict[str, Any], spool_dir: Path, *, alerts: bool, driver: Driver
-) -> Persisted:
-    """Store the run (replaying the spool first) and process its alerts when `alerts` is set.
+def persist_run(context: RunContext, record: dict[str, Any]) -> Persisted:
+    """Store the run (replaying the spool first) and process its alerts unless the run's options
+    switch them off.
 
     A database that stays unreachable after the store task's retries spools the record, marked with
     whether its alerts are still due; any other write failure spools it too, under its own message.
@@ -138,7 +138,8 @@ def persist_run(
 
     from driftline.tasks.history.db import StoreUnavailable
 
-    url = spec.database_url()
+    spec, driver, alerts = context.spec, context.driver, context.options.alerts
+    url, spool_dir = context.database_url, context.state_dir / "spool"
     logger = driver.logger
 
     def write_spooled(spooled: dict[str, Any]) -> None:
@@ -174,20 +175,20 @@ def persist_run(
         return Persisted(stored, {"error": f"{type(exc).__name__}: {exc}"})
 
 
-def mark_started(spec: MonitorSpec, record: dict[str, Any]) -> int | None:
+def mark_started(context: RunContext, record: dict[str, Any]) -> int | None:
     """Close the monitor's runs whose process died, then record this one as `running` so a crash
     leaves a trace; None when the database is unreachable."""
     from driftline.tasks.history.store import mark_abandoned, start_run
 
     def start(engine: Any) -> int:
-        mark_abandoned(engine, spec.name)
+        mark_abandoned(engine, context.spec.name)
         return start_run(engine, **record)
 
-    return _best_effort(spec.database_url(), "run start not recorded", start)
+    return _best_effort(context.database_url, "run start not recorded", start)
 
 
 @contextmanager
-def heartbeating(spec: MonitorSpec, run_id: int | None) -> Iterator[None]:
+def heartbeating(context: RunContext, run_id: int | None) -> Iterator[None]:
     """Touch the run's heartbeat every HEARTBEAT_S while the block runs, so a killed run can be told
     from a long one."""
     from driftline.tasks.history.store import HEARTBEAT_S, heartbeat
@@ -196,7 +197,7 @@ def heartbeating(spec: MonitorSpec, run_id: int | None) -> Iterator[None]:
         yield
         return
     stop = threading.Event()
-    url = spec.database_url()
+    url = context.database_url
 
     def beat() -> None:
         while not stop.wait(HEARTBEAT_S):
@@ -211,14 +212,15 @@ def heartbeating(spec: MonitorSpec, run_id: int | None) -> Iterator[None]:
         thread.join()
 
 
-def mark_crashed(spec: MonitorSpec, run_id: int | None, exc: BaseException) -> None:
+def mark_crashed(context: RunContext, run_id: int | None, exc: BaseException) -> None:
     """Close a run that crashed before its results were stored, keeping the reason."""
     from driftline.tasks.history.store import finish_run
 
     if run_id is None:
         return
     reason = f"{type(exc).__name__}: {exc}"
-    url = spec.database_url()
     _best_effort(
-        url, "crashed run not recorded", lambda e: finish_run(e, run_id, status="error", reason=reason)
+        context.database_url,
+        "crashed run not recorded",
+        lambda e: finish_run(e, run_id, status="error", reason=reason),
     )

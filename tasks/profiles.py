@@ -64,8 +64,9 @@ def _trusted(module: str, trusted: tuple[str, ...]) -> bool:
 
 
 def class_version(cls: type) -> int:
-    """The stored-format version of a profile class: its `__profile_version__`, 1 by default; a class
-    bumps it when a field keeps its name but changes meaning, so older files are refitted."""
+    """The stored-format version of a profile class (or of a check's profile): its
+    `__profile_version__`, 1 by default; a class bumps it when a field keeps its name but changes
+    meaning, so older files are refitted."""
     return int(getattr(cls, "__profile_version__", 1))
 
 
@@ -328,8 +329,8 @@ def load_profile(source: Path | io.BytesIO, key: str, trusted: tuple[str, ...] =
 
 class ProfileCache:
     """Profiles in memory and, when `directory` is set, as data-only files on disk keyed by a SHA-256
-    of (reference content, check name, check parameters, column roles, the check's code). Safe to
-    share between threads."""
+    of (reference content, check name, check parameters, column roles, the driftline version, the
+    check's code and its `__profile_version__`). Safe to share between threads."""
 
     def __init__(self, directory: Path | None = DEFAULT_CACHE_DIR) -> None:
         self.directory = directory
@@ -339,9 +340,15 @@ class ProfileCache:
         self.misses = 0
 
     def key(self, check: Check, columns: Columns, reference_hash: str) -> str:
-        """Cache key of one check's profile on one reference."""
+        """Cache key of one check's profile on one reference: the check's configuration, the roles,
+        the reference content, the driftline version, the check's code and its profile version."""
+        import driftline
+
         code = code_fingerprint(type(check))
-        return config_fingerprint(check.name, check.params(), columns.to_dict(), reference_hash, code)
+        versions = (driftline.__version__, class_version(type(check)))
+        return config_fingerprint(
+            check.name, check.params(), columns.to_dict(), reference_hash, code, versions
+        )
 
     def has(self, check: Check, columns: Columns, reference_hash: str) -> bool:
         """Whether the profile is cached (in memory or on disk), so fitting it needs no reference rows."""
@@ -353,9 +360,9 @@ class ProfileCache:
         return path is not None and path.exists()
 
     def lookup(self, check: Check, columns: Columns, reference_hash: str) -> Any:
-        """The cached profile, or None when it is not cached (or unreadable); never fits."""
-        profile = self._cached(self.key(check, columns, reference_hash), check)
-        return None if profile is NOT_CACHED else profile
+        """The cached profile (None is a profile too), or `NOT_CACHED` when it is not cached (or
+        unreadable); never fits."""
+        return self._cached(self.key(check, columns, reference_hash), check)
 
     def _cached(self, key: str, check: Check) -> Any:
         """The profile stored under `key` (None is a profile too), or NOT_CACHED."""

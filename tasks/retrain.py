@@ -15,10 +15,13 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from driftline.tasks.files import write_private_file
-from driftline.tasks.spec import MonitorSpec, RetrainSpec
+from driftline.tasks.spec import RetrainSpec
+
+if TYPE_CHECKING:
+    from driftline.tasks.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -133,13 +136,12 @@ Retraining = bool | Literal["always"]
 RETRAIN_ALWAYS = "always"
 
 
-def older_batch_skip(
-    spec: MonitorSpec, batch_id: str, batch_time: datetime, retraining: Retraining
-) -> dict[str, Any] | None:
+def older_batch_skip(context: RunContext, batch_id: str, batch_time: datetime) -> dict[str, Any] | None:
     """Why retraining is left alone for this batch: the monitor stored a newer one (as for incidents),
     and it was not asked for whatever the batch's age; None when retraining goes ahead (also when the
     store cannot say: a failing model is retrained rather than missed)."""
-    if retraining == RETRAIN_ALWAYS:
+    spec = context.spec
+    if context.options.retrain == RETRAIN_ALWAYS:
         return None
     from sqlalchemy.orm import Session
 
@@ -147,7 +149,7 @@ def older_batch_skip(
     from driftline.tasks.history.db import connected_store
 
     try:
-        with connected_store(spec.database_url()) as engine, Session(engine) as session:
+        with connected_store(context.database_url) as engine, Session(engine) as session:
             newer = newer_batch(session, spec.name, batch_id, batch_time)
     except Exception as exc:
         log.warning("newer batches not looked up, retraining anyway: %s: %s", type(exc).__name__, exc)

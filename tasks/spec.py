@@ -225,6 +225,11 @@ class MonitorSpec(Strict):
             raise ValueError("list at least one check")
         return value
 
+    @property
+    def state_dir(self) -> Path:
+        """The monitor's working folder beside its spec: cached profiles, reports, the spool, locks."""
+        return self.base_dir / ".driftline"
+
     def database_url(self) -> str:
         """The history database: `store_url` (a relative SQLite path is beside the spec), else
         $DRIFTLINE_DATABASE_URL, else driftline.db beside the spec, never in the working directory; a
@@ -316,7 +321,7 @@ def _validate_checks(spec: MonitorSpec, source: str) -> None:
 
     for i, entry in enumerate(spec.checks):
         try:
-            registry.create(entry.check, entry.check_params())
+            registry.create(entry.check, entry.check_params(), spec.base_dir)
         except CheckInputError as exc:
             raise SpecError(f"{source}: checks.{i}: {exc}") from None
 

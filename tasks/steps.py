@@ -104,14 +104,13 @@ def evaluate_check(
     reference: pd.DataFrame,
     reference_hash: str,
     cache: ProfileCache,
-) -> list[dict[str, Any]]:
+) -> list[CheckResult]:
     """Fit (or reuse the cached profile) and evaluate one check; failures become `error` results."""
 
     def cached_fit(check: Check, reference: pd.DataFrame, columns: Columns) -> Any:
         return cache.get_or_fit(check, reference, columns, reference_hash)
 
-    results = run_check(check, batch, columns, reference=reference, fit=cached_fit)
-    return [r.to_dict() for r in results]
+    return run_check(check, batch, columns, reference=reference, fit=cached_fit)
 
 
 def record_run_step(database_url: str, record: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +129,7 @@ def parse_record_times(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "batch_time": datetime.fromisoformat(value) if isinstance(value, str) else value}
 
 
-def grade_run(results: list[dict[str, Any]], confidence: float) -> list[dict[str, Any]]:
+def grade_run(results: list[CheckResult], confidence: float) -> list[CheckResult]:
     """Every result graded at the run's family-wise confidence: all the run's graded metrics, from
     every check, count as one family (`checks.evidence`)."""
-    return [r.to_dict() for r in grade_results([CheckResult.from_dict(r) for r in results], confidence)]
+    return grade_results(results, confidence)

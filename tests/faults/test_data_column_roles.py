@@ -54,7 +54,7 @@ def write_monitor(tmp_path: Path) -> Path:
 def test_declared_inferred_and_ignored_columns_reach_the_right_checks(tmp_path: Path) -> None:
     summary = run_monitor(load_spec(write_monitor(tmp_path)), "2024-01", alerts=False, retrain=False)
     targets: dict[str, list[str]] = {}
-    for result in summary.results:
+    for result in summary.to_dict()["results"]:
         assert result["status"] == "ok", result
         targets.setdefault(result["check"], []).append(result["target"])
     assert targets["drift.numeric"] == ["income"]

@@ -77,10 +77,12 @@ def test_a_run_over_parquet_with_nested_columns_names_them(tmp_path: Path) -> No
     summary = run_monitor(load_spec(tmp_path / "monitor.yaml"), "b1", alerts=False, retrain=False)
     assert summary.status == "passed"
     unread = {
-        r["target"]: r for r in summary.results if r["check"] == "schema.columns" and r["status"] == "skipped"
+        r["target"]: r
+        for r in summary.to_dict()["results"]
+        if r["check"] == "schema.columns" and r["status"] == "skipped"
     }
     assert set(unread) == {"tags", "address", "extra"}
     assert {r["reason"] for r in unread.values()} == {UNREAD}
-    checked = {r["target"] for r in summary.results if r["check"] != "schema.columns"}
+    checked = {r["target"] for r in summary.to_dict()["results"] if r["check"] != "schema.columns"}
     assert not checked & {"tags", "address", "extra"}
-    assert all(r["status"] != "error" for r in summary.results)
+    assert all(r["status"] != "error" for r in summary.to_dict()["results"])

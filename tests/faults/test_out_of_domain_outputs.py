@@ -48,7 +48,7 @@ def run(tmp_path: Path, batch: pd.DataFrame) -> dict[tuple[str, str], list[dict]
     (tmp_path / "monitor.yaml").write_text(yaml.safe_dump(spec))
     summary = run_monitor(load_spec(tmp_path / "monitor.yaml"), "b1", alerts=False, retrain=False)
     found: dict[tuple[str, str], list[dict]] = {}
-    for result in summary.results:
+    for result in summary.to_dict()["results"]:
         found.setdefault((result["check"], result["target"]), []).append(result)
     return found
 

@@ -61,7 +61,7 @@ def test_failing_checks_get_a_section_with_their_picture_and_the_rest_only_a_row
 ) -> None:
     page = _page(synthetic_run)
     summary = synthetic_run.summaries[-1]
-    failing = {r["check"] for r in summary.results if r["severity"] in ("medium", "high")}
+    failing = {r["check"] for r in summary.to_dict()["results"] if r["severity"] in ("medium", "high")}
     assert failing >= {"drift.numeric", "drift.categorical", "subset.auc", "performance.calibration"}
     sections = re.findall(r'<section class="check (\w+)" id="check-([\w-]+)"', page)
     assert {anchor for _, anchor in sections} == {c.replace(".", "-") for c in failing}
@@ -79,14 +79,14 @@ def test_failing_checks_get_a_section_with_their_picture_and_the_rest_only_a_row
     assert table.count("<tr><td>") == len(summary.results)  # the table: one row per result
     assert f"<b>{summary.rows}</b>" in page
     assert ">failed<" in page and ">high<" in page
-    (drift,) = [r for r in summary.results if r["check"] == "drift.numeric"]
+    (drift,) = [r for r in summary.to_dict()["results"] if r["check"] == "drift.numeric"]
     assert f'<p class="grade">{html.escape(drift["reason"])}</p>' in page  # the grade in words
 
 
 def test_shown_numbers_are_the_runs_and_the_trend_covers_every_run(synthetic_run: SyntheticRun) -> None:
     page = _page(synthetic_run)
     summary = synthetic_run.summaries[-1]
-    (drift,) = [r for r in summary.results if r["check"] == "drift.numeric"]
+    (drift,) = [r for r in summary.to_dict()["results"] if r["check"] == "drift.numeric"]
     assert f"{drift['metrics']['psi']:.4g}" in page
     assert "psi over the last 5 run(s)" in page
     passing = _page(synthetic_run, BATCHES[0])

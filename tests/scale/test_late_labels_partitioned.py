@@ -17,12 +17,12 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 from sqlalchemy import create_engine
 
 from driftline.tasks import sql_pages
+from driftline.tasks.context import RunContext, RunOptions
 from driftline.tasks.history.db import connected_store
 from driftline.tasks.history.query import latest_results
 from driftline.tasks.late_labels import LabelJoin, join_late_labels
 from driftline.tasks.partitioned import run_partitioned
-from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.reference import prepare_reference, scored
+from driftline.tasks.reference import prepare_reference
 from driftline.tasks.spec import MonitorSpec, load_spec
 from tests.scale.helpers import mixed_frame
 
@@ -94,19 +94,10 @@ def performance(spec: MonitorSpec, batch_id: str) -> dict[str, dict]:
 
 def join(spec: MonitorSpec, current: str, **options: int) -> list[LabelJoin]:
     """`join_late_labels` as a partitioned run of `current` calls it."""
-    cache = ProfileCache(spec.base_dir / ".driftline" / "profiles")
+    context = RunContext.open(spec, options=RunOptions(**options))
     load = lambda: pd.read_parquet(spec.resolve(spec.reference.path))  # noqa: E731
-    prepared = prepare_reference(spec, load, cache.directory)
-    return join_late_labels(
-        spec,
-        current_batch=current,
-        columns=prepared.roles,
-        reference=prepared.frame,
-        ref_hash=prepared.content_hash,
-        cache=cache,
-        prepare=lambda frame: scored(prepared.model, frame, prepared.roles),
-        **options,
-    )
+    prepared = prepare_reference(spec, load, context.cache.directory)
+    return join_late_labels(context, current_batch=current, prepared=prepared)
 
 
 def assert_metrics_match(spec: MonitorSpec, batch_id: str, expected: pd.DataFrame) -> None:
@@ -123,7 +114,7 @@ def assert_metrics_match(spec: MonitorSpec, batch_id: str, expected: pd.DataFram
 def test_labels_joined_partition_by_partition_give_the_whole_batch_metrics(monitor: Path) -> None:
     spec = load_spec(monitor)
     first = run_partitioned(spec, BATCHES[0], alerts=False, retrain=False)
-    waiting = next(r for r in first.results if r["check"] == "performance.overall")
+    waiting = next(r for r in first.to_dict()["results"] if r["check"] == "performance.overall")
     assert waiting["status"] == "skipped" and "no labels yet" in waiting["reason"]
     assert join(spec, BATCHES[1]) == []  # nothing has landed yet
 

@@ -14,7 +14,7 @@ import pytest
 from prefect import flow
 
 from driftline.checks.columns import Columns
-from driftline.flows.partitioned import prefect_mapper
+from driftline.flows.prefect_driver import PrefectDriver
 from driftline.tasks.partitioned import Partition, PartitionWork
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.spec import load_spec
@@ -72,7 +72,7 @@ def fan_out() -> list[tuple[int, int]]:
     """The work is made inside the flow (a module-level function, pickled by reference), so that it
     reaches the workers through the partition tasks only, not inside the flow or its parameters."""
     work = PartitionWork(jobs=[], roles=Columns(), model=Payload(payload_bytes()))
-    return list(prefect_mapper(digest, partitions(), work))
+    return list(PrefectDriver().map_partitions(digest, partitions(), work, workers=WORKERS))
 
 
 def expected() -> list[tuple[int, int]]:

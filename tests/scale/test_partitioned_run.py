@@ -44,9 +44,9 @@ def test_partitioned_run_stores_the_rows_of_the_single_file_run(
 def test_a_check_that_does_not_merge_is_skipped_on_a_large_batch(monitor_data: Path, tmp_path: Path) -> None:
     parted = write_monitor(monitor_data, tmp_path, str(monitor_data / "parts" / "{batch}" / "*.parquet"))
     summary = run_partitioned(load_spec(parted), BATCH, alerts=False, retrain=False, gather_rows=100)
-    (label,) = [r for r in summary.results if r["check"] == "drift.label"]
+    (label,) = [r for r in summary.to_dict()["results"] if r["check"] == "drift.label"]
     assert label["status"] == "skipped" and "not supported on partitioned batches" in label["reason"]
-    assert all(r["status"] != "error" for r in summary.results)
+    assert all(r["status"] != "error" for r in summary.to_dict()["results"])
 
 
 def test_partitioned_sources(monitor_data: Path) -> None:

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 
 from driftline.checks.columns import Columns
 from driftline.tasks import sources
-from driftline.tasks.partitioned import pool_mapper, read_partition, run_partitioned
+from driftline.tasks.partitioned import read_partition, run_partitioned
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.sources import SourceError, read_sql
 from driftline.tasks.spec import SpecError, load_spec, parse_spec
@@ -72,19 +72,19 @@ def test_paged_run_on_a_unique_key_stores_the_single_process_rows(
     assert [p.rows for p in pages] == [700, 700, 700, 700, 200]
     assert [p.offset for p in pages] == [0, 700, 1400, 2100, 2800]
     one = run_monitor(load_spec(single), BATCH, alerts=False, retrain=False)
-    many = run_partitioned(load_spec(paged), BATCH, mapper=pool_mapper(2), alerts=False, retrain=False)
+    many = run_partitioned(load_spec(paged), BATCH, alerts=False, retrain=False)
     assert many.rows == one.rows == ROWS
     assert (many.status, many.worst_severity) == (one.status, one.worst_severity)
     assert_same_history(paged, single, BATCH)
-    out_of_range = [r for r in many.results if r["check"] == "abnormal.out_of_range"]
+    out_of_range = [r for r in many.to_dict()["results"] if r["check"] == "abnormal.out_of_range"]
     assert any(r["details"]["failing_ids"] for r in out_of_range)
 
 
 def test_paged_run_on_dask_workers(monitor_data: Path, tmp_path: Path) -> None:
-    """The same SQLite batch, each page read by a Dask worker process (plain `dask_mapper`)."""
+    """The same SQLite batch, each page read by a Dask worker process (the plain driver on a Dask client)."""
     from distributed import Client, LocalCluster
 
-    from driftline.tasks.partitioned import dask_mapper
+    from driftline.tasks.driver import Driver
 
     url = f"sqlite:///{tmp_path / 'source.db'}"
     engine = create_engine(url)
@@ -99,7 +99,7 @@ def test_paged_run_on_dask_workers(monitor_data: Path, tmp_path: Path) -> None:
         Client(cluster) as client,
     ):
         summary = run_partitioned(
-            load_spec(paged), BATCH, mapper=dask_mapper(client), alerts=False, retrain=False
+            load_spec(paged), BATCH, driver=Driver(dask_client=client), alerts=False, retrain=False
         )
         ran = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
     assert any("evaluate_partition" in prefix for prefix in ran), ran
@@ -152,7 +152,7 @@ def test_paged_run_on_a_tied_key_with_nulls(monitor_data: Path, tmp_path: Path, 
         path.write_text(yaml.safe_dump({**data, "columns": roles, "checks": checks}))
         specs[name] = path
     run_monitor(load_spec(specs["single"]), BATCH, alerts=False, retrain=False)
-    run_partitioned(load_spec(specs["paged"]), BATCH, mapper=pool_mapper(1), alerts=False, retrain=False)
+    run_partitioned(load_spec(specs["paged"]), BATCH, alerts=False, retrain=False)
 
     def ids_as_sets(row: dict) -> dict:
         if "failing_ids" in (row.get("details") or {}):
@@ -201,7 +201,7 @@ def test_an_empty_window_is_one_empty_page_and_an_empty_run(
     one = run_monitor(load_spec(single), "2030-01-01", alerts=False, retrain=False)
     many = run_partitioned(load_spec(paged), "2030-01-01", alerts=False, retrain=False)
     assert many.status == one.status == "empty" and many.rows == 0
-    assert many.results == one.results
+    assert many.to_dict()["results"] == one.to_dict()["results"]
 
 
 def test_a_page_of_nulls_takes_the_batch_dtypes(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from driftline.checks.result import CheckResult
 from driftline.tasks.drift_overview import OVERVIEW_CHECK, drift_overview
 
 
-def _result(check: str, target: str, severity: str, status: str = "ok") -> dict:
+def _result(check: str, target: str, severity: str, status: str = "ok") -> CheckResult:
     reason = None if status == "ok" else "why"
-    return CheckResult(check=check, target=target, severity=severity, status=status, reason=reason).to_dict()
+    return CheckResult(check=check, target=target, severity=severity, status=status, reason=reason)
 
 
 def test_counts_drifted_features_out_of_the_graded_ones() -> None:
@@ -21,10 +21,10 @@ def test_counts_drifted_features_out_of_the_graded_ones() -> None:
         _result("performance.overall", "*", "high"),
     ]
     overview = drift_overview(results)
-    assert overview is not None and overview["check"] == OVERVIEW_CHECK
-    assert overview["metrics"] == {"drifted": 2, "features": 3, "share": 2 / 3}
-    assert overview["reason"] == "2 of 3 features drifted: AGEP, MAR"
-    assert overview["severity"] == "none"
+    assert overview is not None and overview.check == OVERVIEW_CHECK
+    assert overview.metrics == {"drifted": 2, "features": 3, "share": 2 / 3}
+    assert overview.reason == "2 of 3 features drifted: AGEP, MAR"
+    assert overview.severity == "none"
 
 
 def test_no_overview_without_per_feature_drift() -> None:

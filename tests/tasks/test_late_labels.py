@@ -67,11 +67,13 @@ def test_labels_landing_later_are_joined_and_the_label_checks_recomputed(
 ) -> None:
     spec = load_spec(unlabelled)
     first = run_monitor(spec, "2016-06")
-    by_check = {r["check"]: r for r in first.results if r["target"] in ("*", LABEL)}
+    by_check = {r["check"]: r for r in first.to_dict()["results"] if r["target"] in ("*", LABEL)}
     assert by_check["performance.overall"]["status"] == "skipped"
     assert "no labels yet" in by_check["performance.overall"]["reason"]
     # The label's absence is expected, not a schema problem; the run passes on its other checks.
-    schema = [r for r in first.results if r["check"] == "schema.columns" and r["target"] == LABEL]
+    schema = [
+        r for r in first.to_dict()["results"] if r["check"] == "schema.columns" and r["target"] == LABEL
+    ]
     assert [(r["severity"], r["metrics"]) for r in schema] == [("none", {"arrives_later": 1.0})]
     assert first.status == "passed"
     assert run_monitor(spec, "2018-12").labels == []  # nothing has landed yet

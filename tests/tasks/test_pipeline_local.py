@@ -79,16 +79,16 @@ def test_a_stuck_check_and_a_runaway_allocation_are_stopped_and_every_other_resu
     summary = run_monitor(load_spec(spec), "2018-12")
     elapsed = time.monotonic() - started
 
-    by_check = {r["check"]: r for r in summary.results}
+    by_check = {r["check"]: r for r in summary.to_dict()["results"]}
     assert by_check["testing.sleeps_forever"]["status"] == "error"
     assert "timed out after 2 s" in by_check["testing.sleeps_forever"]["reason"]
     assert by_check["testing.allocates_forever"]["status"] == "error"
     assert "memory" in by_check["testing.allocates_forever"]["reason"].lower()
-    ok = [r for r in summary.results if r["status"] == "ok"]
+    ok = [r for r in summary.to_dict()["results"] if r["status"] == "ok"]
     assert {"schema.columns", "drift.numeric", "drift.prediction"} <= {r["check"] for r in ok}
     assert elapsed < 30
     assert count(url, Run) == 1
-    metrics = sum(max(1, len(r["metrics"])) for r in summary.results)
+    metrics = sum(max(1, len(r["metrics"])) for r in summary.to_dict()["results"])
     assert count(url, ResultRow) == metrics
 
 
@@ -107,7 +107,7 @@ def test_thread_isolation_gives_the_same_results_as_process_isolation(
             execution={"isolation": isolation},
             retrain=None,
         )
-        results[isolation] = run_monitor(load_spec(spec), "2017-12").results
+        results[isolation] = run_monitor(load_spec(spec), "2017-12").to_dict()["results"]
     assert results["thread"] == results["process"]
 
 

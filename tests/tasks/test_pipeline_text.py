@@ -31,7 +31,7 @@ def text_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_model_calling_checks_run_in_the_monitor(text_spec: Path) -> None:
     summary = run_monitor(load_spec(text_spec), "2024-05-02")
-    by_check = {r["check"]: r for r in summary.results}
+    by_check = {r["check"]: r for r in summary.to_dict()["results"]}
     assert {c: r["status"] for c, r in by_check.items()} == {
         "schema.columns": "ok",
         "drift.unigrams": "ok",
@@ -49,7 +49,7 @@ def test_model_calling_checks_run_in_the_monitor(text_spec: Path) -> None:
 def test_reported_flips_are_the_models_own(text_spec: Path) -> None:
     """The predictions the attack reports for its examples are what the model predicts on those texts."""
     summary = run_monitor(load_spec(text_spec), "2024-05-03")
-    (swap,) = [r for r in summary.results if r["check"] == "attack.char_swap"]
+    (swap,) = [r for r in summary.to_dict()["results"] if r["check"] == "attack.char_swap"]
     examples = swap["details"]["examples"]
     assert examples and any(e["prediction"] != e["perturbed_prediction"] for e in examples)
     model = train_model()

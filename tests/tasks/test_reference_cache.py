@@ -62,7 +62,7 @@ def write_monitor(folder: Path, checks: list[str], model: bool = False) -> Path:
 
 
 def metrics(summary: Any) -> dict[tuple[str, str], dict[str, float]]:
-    return {(r["check"], r["target"]): r["metrics"] for r in summary.results}
+    return {(r["check"], r["target"]): r["metrics"] for r in summary.to_dict()["results"]}
 
 
 def test_a_cached_reference_is_not_read_again_and_gives_the_same_results(
@@ -91,7 +91,7 @@ def test_a_profile_that_is_none_is_cached_like_any_other(tmp_path: Path, reads: 
     assert len(reads) == 1
     second = run_monitor(load_spec(path), "b1")
     assert len(reads) == 1
-    status = {r["check"]: r["status"] for r in second.results}
+    status = {r["check"]: r["status"] for r in second.to_dict()["results"]}
     assert status["expectations.suite"] == "ok" and metrics(second) == metrics(first)
 
 
@@ -119,7 +119,7 @@ def test_a_new_check_reads_the_reference_once_for_its_profile(tmp_path: Path, re
     path.write_text(yaml.safe_dump(spec))
     summary = run_monitor(load_spec(path), "b1")
     assert len(reads) == 2
-    assert {r["check"]: r["status"] for r in summary.results} == {
+    assert {r["check"]: r["status"] for r in summary.to_dict()["results"]} == {
         "schema.columns": "ok",
         "drift.numeric": "ok",
         "abnormal.out_of_range": "ok",

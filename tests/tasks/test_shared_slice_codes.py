@@ -66,7 +66,7 @@ def test_a_forked_worker_reads_the_codes_the_parent_computed() -> None:
 
 
 def _subset_results(summary: Any) -> list[dict[str, Any]]:
-    return [r for r in summary.results if r["check"].startswith("subset.")]
+    return [r for r in summary.to_dict()["results"] if r["check"].startswith("subset.")]
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])

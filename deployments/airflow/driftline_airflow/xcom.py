@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from driftline.checks.result import CheckResult
     from driftline.tasks.pipeline import RunSummary
 
 # How many failing checks the monitor's XCom (and the retraining conf) lists, worst first.
@@ -26,13 +27,16 @@ def strict_json(value: Any) -> Any:
 def failing_checks(summary: RunSummary, minimum: str) -> list[dict[str, Any]]:
     """The run's results at or above `minimum`, worst first: check, target, severity, metrics."""
     hits = summary.failing(minimum)[:MAX_FAILING]
-    return [strict_json({k: r[k] for k in ("check", "target", "severity", "metrics")}) for r in hits]
+    return [
+        strict_json({"check": r.check, "target": r.target, "severity": r.severity, "metrics": r.metrics})
+        for r in hits
+    ]
 
 
-def severity_counts(results: list[dict[str, Any]]) -> dict[str, int]:
+def severity_counts(results: list[CheckResult]) -> dict[str, int]:
     """How many results have each status (`error`, `skipped`) or, when ok, each severity."""
     counts: dict[str, int] = {}
     for r in results:
-        key = r["severity"] if r["status"] == "ok" else r["status"]
+        key = r.severity if r.status == "ok" else r.status
         counts[key] = counts.get(key, 0) + 1
     return counts

@@ -20,6 +20,14 @@ from driftline_airflow.xcom import strict_json
 TableSource = str | Mapping[str, Any]
 
 
+def _in_task() -> Any:
+    """Checks evaluated in the task's own process, one at a time: Airflow already isolates and times
+    out the task (`execution_timeout`), and its task process runs threads a fork would copy."""
+    from driftline.tasks.spec import ExecutionSpec
+
+    return ExecutionSpec(isolation="thread", workers=1)
+
+
 def load_table(source: TableSource, role: str) -> Any:
     """A frame from a file path, or from `{"sql": QUERY, "url": URL}` / `{"sql": QUERY, "conn_id": ID}`."""
     from driftline.tasks.sources import read_sql, read_table
@@ -76,11 +84,10 @@ class DriftlineCheckOperator(BaseOperator):
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         """Load both tables, run every check, push the results; fail on bad input or at `fail_on`."""
-        from driftline.checks import registry
-        from driftline.checks.columns import infer_columns, split_roles
+        from driftline.checks.columns import split_roles
         from driftline.checks.errors import CheckInputError
         from driftline.checks.result import worst_severity
-        from driftline.checks.runner import run_check
+        from driftline.tasks.evaluate import evaluate
         from driftline.tasks.sources import SourceError
         from driftline.tasks.spec import severity_at_least
 
@@ -88,13 +95,12 @@ class DriftlineCheckOperator(BaseOperator):
         params, roles = split_roles(self.check_params)
         roles.update(self.columns)
         try:
-            checks = [registry.create(name, dict(params)) for name in names]
             reference = load_table(self.reference, "reference")
             current = load_table(self.current, "current")
-            columns = infer_columns(reference, roles)
+            found = evaluate(names, reference, current, params=params, columns=roles, execution=_in_task())
         except (CheckInputError, SourceError, ValueError) as exc:
             raise AirflowFailException(str(exc)) from None
-        results = [r.to_dict() for c in checks for r in run_check(c, current, columns, reference=reference)]
+        results = [r.to_dict() for r in found]
         payload = strict_json(results)
         worst = worst_severity(r["severity"] for r in results if r["status"] == "ok")
         self.log.info("%s: %d result(s), worst severity %s", ", ".join(names), len(results), worst)

@@ -1,0 +1,107 @@
+"""Checks written outside the catalog: `module:Class` in a spec (the module looked up beside the spec
+first, like `model:`), or a name a package publishes under the `driftline.checks` entry point group.
+
+A custom check is a `Check` subclass like any built-in (see docs/custom_checks.md); once loaded it is
+registered under its `name`, so results, grading, alerts and the report find it as they find the
+catalog's.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+from driftline.checks.base import Check
+from driftline.checks.errors import CheckInputError
+
+ENTRY_POINT_GROUP = "driftline.checks"
+CONTRACT = "a check is a driftline.checks.Check subclass with `name` and `family` (docs/custom_checks.md)"
+
+
+def is_import_path(name: str) -> bool:
+    """Whether a spec's `check:` names a class (`module:Class`) rather than a catalog name."""
+    return ":" in name
+
+
+@contextmanager
+def importable_from(folder: Path | None) -> Iterator[None]:
+    """`folder` first on the import path for the duration of an import."""
+    entry = str(folder.resolve()) if folder is not None else None
+    if entry is None or entry in sys.path:
+        yield
+        return
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        sys.path.remove(entry)
+
+
+class ImportPathError(ValueError):
+    """An import path (`module:attribute`) that is malformed or names nothing importable."""
+
+
+def imported(path: str, base_dir: Path | None, form: str) -> Any:
+    """The object `module:attribute` names, its module looked up in `base_dir` first; an
+    `ImportPathError` when `path` is not of the `form` given or cannot be imported."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ImportPathError(f"expected the form {form}")
+    try:
+        with importable_from(base_dir):
+            return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ImportPathError(str(exc)) from exc
+
+
+def imported_check(path: str, base_dir: Path | None = None) -> type[Check]:
+    """The check class `module:Class` names, its module looked up in `base_dir` first; anything else
+    is a `CheckInputError` saying what a custom check must be."""
+    try:
+        target = imported(path, base_dir, "package.module:Class")
+    except ImportPathError as exc:
+        raise CheckInputError(f"check {path!r}: {exc}") from exc
+    return require_check_class(target, path)
+
+
+def require_check_class(target: object, origin: str) -> type[Check]:
+    """`target` when it is a concrete `Check` subclass with a name and a family, else a `CheckInputError`."""
+    if not (isinstance(target, type) and issubclass(target, Check)):
+        raise CheckInputError(f"check {origin!r}: {target!r} is not a Check subclass; {CONTRACT}")
+    if inspect.isabstract(target):
+        missing = ", ".join(sorted(target.__abstractmethods__))
+        raise CheckInputError(f"check {origin!r}: {target.__name__} does not define {missing}")
+    for attribute in ("name", "family"):
+        if not isinstance(getattr(target, attribute, None), str):
+            raise CheckInputError(f"check {origin!r}: {target.__name__} has no `{attribute}`; {CONTRACT}")
+    return target
+
+
+@functools.cache
+def published() -> dict[str, EntryPoint]:
+    """The checks installed packages publish under the `driftline.checks` entry point group, by name."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def published_check(name: str) -> type[Check]:
+    """The class a package publishes as `name`; its `name` must be the entry point's."""
+    entry = published()[name]
+    try:
+        target = entry.load()
+    except Exception as exc:
+        raise CheckInputError(
+            f"check {name!r} ({entry.value}): cannot load: {type(exc).__name__}: {exc}"
+        ) from exc
+    cls = require_check_class(target, entry.value)
+    if cls.name != name:
+        raise CheckInputError(f"check {name!r}: the entry point's class {entry.value} is named {cls.name!r}")
+    return cls
