@@ -63,6 +63,9 @@ class Check(ABC):
     # Targets are features (or feature pairs): a feature missing from the data becomes one error
     # result of its own while the runner still evaluates the others.
     per_feature: ClassVar[bool] = False
+    # Slow to start (a heavy optional dependency imported when it runs): a run starts it before the
+    # others, so it overlaps them instead of finishing last.
+    slow_start: ClassVar[bool] = False
 
     thresholds: dict[str, list[float]] | None = None
     features: list[str] | None = None

@@ -75,6 +75,7 @@ class ExpectationSuiteCheck(Check):
     with the unexpected share and up to 20 unexpected row indices."""
 
     name: ClassVar[str] = "expectations.suite"
+    slow_start: ClassVar[bool] = True
     family: ClassVar[str] = "expectations"
 
     expectations: list[dict[str, Any]] = field(default_factory=list)

@@ -20,7 +20,7 @@ from prefect.states import Completed, Failed, State
 
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.flows.report import publish_artifacts
-from driftline.tasks.driver import CheckJob, Driver
+from driftline.tasks.driver import CheckJob, Driver, started_first
 from driftline.tasks.retrain import FAILED_EVENT, RetrainRequest, trigger_plain
 from driftline.tasks.spec import MonitorSpec, severity_at_least
 from driftline.tasks.steps import IO_RETRIES, is_transient
@@ -189,7 +189,11 @@ class PrefectDriver(Driver):
         if not shares_memory():
             self.logger.info("%d check(s) in worker processes of the flow run", len(jobs))
             return super().fan_out(jobs, workers)
-        futures = [run_check_job.with_options(task_run_name=job.label).submit(job) for job in jobs]
+        submitted = {
+            i: run_check_job.with_options(task_run_name=jobs[i].label).submit(jobs[i])
+            for i in started_first(jobs)
+        }
+        futures = [submitted[i] for i in range(len(jobs))]
         wait(futures)
         runs = []
         for future, job in zip(futures, jobs, strict=True):
