@@ -25,11 +25,11 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.special import ndtri
 
 SERIES = ("check", "target", "metric")
 # A MAD divided by this estimates a normal standard deviation (scipy's `scale="normal"`).
-MAD_NORMAL_SCALE = float(norm.ppf(0.75))
+MAD_NORMAL_SCALE = float(ndtri(0.75))
 BAND_COLUMNS = ("baseline_center", "baseline_spread", "baseline_scale", "baseline_runs", "baseline_z")
 # Rows of the (rows, window) matrix built at a time: bounds memory on long histories.
 ROW_BLOCK = 65_536
