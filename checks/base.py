@@ -89,6 +89,8 @@ class Check(ABC):
             }
 
     def __post_init__(self) -> None:
+        if isinstance(self.features, str):  # `features=AGEP` on the command line: one feature, not letters
+            self.features = [self.features]
         unknown = sorted(set(self.thresholds or {}) - set(self.default_thresholds))
         if unknown:
             raise CheckInputError(

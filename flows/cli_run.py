@@ -71,11 +71,12 @@ def list_checks(
         print_json(entries)
         return
     table = Table(title=f"{len(entries)} checks", title_justify="left")
-    for col in ("name", "family", "needs", "thresholds", "summary"):
+    for col in ("name", "family", "needs", "parameters", "thresholds", "summary"):
         table.add_column(col, overflow="fold")
     for e in entries:
         thresholds = ", ".join(f"{k} {'/'.join(map(str, v))}" for k, v in e["thresholds"].items())
-        table.add_row(e["name"], e["family"], ", ".join(e["needs"]), thresholds, e["summary"])
+        parameters = ", ".join(f"{k}={v!r}" for k, v in e["parameters"].items())
+        table.add_row(e["name"], e["family"], ", ".join(e["needs"]), parameters, thresholds, e["summary"])
     console.print(table)
 
 
@@ -99,19 +100,26 @@ def evaluate(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run checks on two files, without Prefect, and print their results."""
+    """Run checks on two files, without Prefect, and print their results. Two Parquet files are read a
+    group of columns at a time (progress on standard error); a CSV file is read whole."""
     json_mode(as_json)
     from driftline.checks.columns import split_roles
     from driftline.checks.errors import CheckInputError
     from driftline.tasks.evaluate import evaluate as evaluate_tables
-    from driftline.tasks.sources import SourceError, read_table
+    from driftline.tasks.evaluate import evaluate_files
+    from driftline.tasks.sources import PARQUET_SUFFIXES, SourceError, read_table
+
+    def groups_done(done: int, total: int) -> None:
+        errors.print(f"column groups evaluated: {done}/{total}", highlight=False)
 
     params, roles = split_roles(_parse_params(param or []))
+    options: dict[str, Any] = {"params": params, "columns": roles, "base_dir": Path.cwd()}
     try:
-        ref_frame, cur_frame = read_table(reference), read_table(current)
-        found = evaluate_tables(
-            check, ref_frame, cur_frame, params=params, columns=roles, base_dir=Path.cwd()
-        )
+        if all(p.suffix.lower() in PARQUET_SUFFIXES for p in (reference, current)):
+            progress = None if as_json else groups_done
+            found = evaluate_files(check, reference, current, progress=progress, **options)
+        else:
+            found = evaluate_tables(check, read_table(reference), read_table(current), **options)
     except (CheckInputError, SourceError) as exc:
         fail(str(exc))
     results = [r.to_dict() for r in found]

@@ -83,6 +83,22 @@ def test_evaluate_prints_json_results_matching_scipy(files) -> None:
     assert age["target"] == "age" and age["metrics"]["ks_statistic"] == pytest.approx(expected)
 
 
+def test_evaluate_takes_one_feature_given_as_a_bare_word(files) -> None:
+    """`--param features=age` names the feature `age`, not the features `a`, `g` and `e`."""
+    ref, cur = files
+    args = ["evaluate", "-c", "drift.categorical", "-r", str(ref), "--current", str(cur), "--json"]
+    result = runner.invoke(app, [*args, "--param", "features=city", "--param", "categorical=[city]"])
+    assert result.exit_code == 0, result.output
+    assert [r["target"] for r in json.loads(result.stdout)] == ["city"]
+
+
+def test_checks_shows_each_check_s_parameters_with_their_defaults() -> None:
+    result = runner.invoke(app, ["checks"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0
+    line = next(row for row in result.stdout.splitlines() if "drift.numeric" in row)
+    assert "bins=10" in line
+
+
 def test_evaluate_bad_input_exits_2_naming_the_problem(files, tmp_path) -> None:
     ref, cur = files
     base = ["evaluate", "--reference", str(ref), "--current", str(cur)]
