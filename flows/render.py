@@ -121,11 +121,24 @@ def format_alerts(report: Mapping[str, Any]) -> str:
     return ", ".join(parts) + (f" ({'; '.join(map(str, reasons))})" if reasons else "")
 
 
+def plain_outcome(action: Mapping[str, Any]) -> str:
+    """What one retraining action did, in words."""
+    if "error" in action:
+        return f"failed ({action['error']})"
+    if "skipped" in action:
+        return f"not run again ({action['skipped']})"
+    if "returncode" in action:
+        return f"ran, exit {action['returncode']}"
+    return f"called, HTTP {action.get('status')}"
+
+
 def format_retraining(outcome: Mapping[str, Any]) -> str:
     """One line on the retraining trigger."""
     if outcome.get("error"):
         return str(outcome["error"])
-    done = []
+    if outcome.get("skipped"):
+        return f"not started: {outcome['skipped']}"
+    done = [f"{name}: {plain_outcome(outcome[name])}" for name in ("command", "webhook") if name in outcome]
     if outcome.get("flow_run_id"):
         done.append(f"started flow run {outcome['flow_run_id']}")
     if outcome.get("event"):

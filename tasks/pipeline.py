@@ -18,9 +18,11 @@ from typing import Any
 
 import pandas as pd
 
+from driftline.checks import registry
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.domains import stopping_problem
+from driftline.checks.errors import CheckInputError
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.checks.schema import stopping_problems
 from driftline.checks.slice_codes import SliceCodes, sharing_codes
@@ -34,7 +36,7 @@ from driftline.tasks.profiles import NOT_CACHED, ProfileCache, Unfittable
 from driftline.tasks.reference import PreparedReference, prepare_reference, scored
 from driftline.tasks.retrain import Retraining, RetrainRequest, older_batch_skip
 from driftline.tasks.sources import Batch
-from driftline.tasks.spec import MonitorSpec, severity_at_least
+from driftline.tasks.spec import MonitorSpec, RetrainSpec, severity_at_least
 from driftline.tasks.steps import (
     grade_run,
     load_batch,
@@ -258,7 +260,7 @@ def conclude_run(context: RunContext, ran: Ran, prepared: PreparedReference) -> 
     summary.stored, summary.alerts = persisted.stored, persisted.alerts
     if spec.labels is not None:
         summary.labels = _late_labels(context, ran.batch_id, prepared)
-    if options.retrain and spec.retrain and severity_at_least(worst, spec.retrain.min_severity):
+    if options.retrain and spec.retrain and retraining_failures(spec.retrain, summary):
         summary.retraining = older_batch_skip(context, ran.batch_id, ran.batch_time) or driver.retrain(
             spec, retrain_request(spec, summary, prepared.content_hash), context.state_dir
         )
@@ -281,10 +283,26 @@ def _late_labels(context: RunContext, batch_id: str, prepared: PreparedReference
     return [join.to_dict() for join in joins]
 
 
+def family_of(check: str) -> str:
+    """A result's check family: its class's, or the first part of its name (`run.drifted_features`)."""
+    try:
+        return registry.get(check).family
+    except CheckInputError:
+        return check.split(".", 1)[0]
+
+
+def retraining_failures(retrain: RetrainSpec, summary: RunSummary) -> list[CheckResult]:
+    """The results at or above `retrain.min_severity` that may start retraining (`retrain.on`), worst
+    first: a batch that fails on data quality alone pages the data's owners, it is not retrained."""
+    failing = summary.failing(retrain.min_severity)
+    return [r for r in failing if retrain.triggered_by(r.check, family_of(r.check))]
+
+
 def retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> RetrainRequest:
-    """What a retraining trigger is told: the monitor, the batch, the reference and the worst results."""
+    """What a retraining trigger is told: the monitor, the batch, the reference and the worst results
+    that may start it."""
     assert spec.retrain is not None
-    failing = summary.failing(spec.retrain.min_severity)[:10]
+    failing = retraining_failures(spec.retrain, summary)[:10]
     return RetrainRequest(
         monitor=spec.name,
         batch_id=summary.batch_id,

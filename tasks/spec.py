@@ -85,11 +85,22 @@ class CheckSpec(Strict):
         return params
 
 
+# Failures of the data rather than of the model: retraining on broken data is the wrong action.
+DATA_QUALITY_FAMILIES = frozenset({"schema", "abnormal", "expectations", "text"})
+
+
 class RetrainSpec(Strict):
     """What to start when a run reaches `min_severity`: a command or webhook (any engine), or, under
     Prefect, a deployment run or the `driftline.monitor.failed` event for an automation."""
 
     min_severity: Severity = "high"
+    on: list[str] | None = Field(
+        None,
+        description=(
+            "check families or names whose results may start retraining; default: every family but "
+            "the data-quality ones (schema, abnormal, expectations), which call for the data's owners"
+        ),
+    )
     command: list[str] | None = Field(
         None, description="argv run with the failure as JSON on stdin and DRIFTLINE_* variables"
     )
@@ -106,6 +117,12 @@ class RetrainSpec(Strict):
     def _split_command(cls, value: Any) -> Any:
         """A command given as one string is split the way a shell would."""
         return shlex.split(value) if isinstance(value, str) else value
+
+    def triggered_by(self, check: str, family: str) -> bool:
+        """Whether a result of `check` (of `family`) reaching `min_severity` may start retraining."""
+        if self.on is None:
+            return family not in DATA_QUALITY_FAMILIES
+        return check in self.on or family in self.on
 
     @property
     def emits(self) -> bool:
