@@ -1,6 +1,6 @@
-"""A monitor run over a batch stored as Parquet partitions, or read from SQL in pages of a key column:
-checks that merge are evaluated one partition per task and their partial states merged, so no process
-ever holds the whole batch.
+"""A monitor run over a batch stored as Parquet partitions, as one Parquet file read by row groups, or
+read from SQL in pages of a key column: checks that merge are evaluated one partition per task and their
+partial states merged, so no process ever holds the whole batch.
 
 Mergeable checks (`checks.mergeable`) compute a small state per partition wherever the driver maps
 partitions (a process pool, a Dask cluster, Prefect tasks); the states are merged in partition order
@@ -46,9 +46,12 @@ from driftline.tasks.plan import SCHEMA_CHECK, CheckPlan, Evaluation, PlannedChe
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.reference import scored
 from driftline.tasks.retrain import Retraining
+from driftline.tasks.safe_text import first_line
 from driftline.tasks.sources import (
     SourceError,
+    batch_file,
     batch_partitions,
+    is_parquet_file,
     is_partitioned,
     partitions_time,
     read_table,
@@ -61,6 +64,9 @@ from driftline.tasks.steps import require_reference, source_args
 NOT_SUPPORTED = "not supported on partitioned batches"
 # Partition states held before they are merged into the running state.
 MERGE_EVERY = 8
+# Rows a part of one Parquet file bundles from consecutive row groups (a larger group stays whole):
+# pyarrow's default row group, so a file written with the defaults is read one row group a part.
+PART_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -81,9 +87,86 @@ class Partition:
         return read_table(Path(self.path))
 
 
-# What a partition task reads: a Parquet file, or a key range of a SQL batch (`sources.SqlPage`). Both
-# have `offset`, `rows`, `name` and `read()`.
-Part = Partition | SqlPage
+@dataclass(frozen=True)
+class RowGroups:
+    """Consecutive row groups [first, stop) of one Parquet file: the batch position of its first row
+    and its row count."""
+
+    path: str
+    first: int
+    stop: int
+    offset: int
+    rows: int
+
+    @property
+    def name(self) -> str:
+        """The part as it is named in errors: `file.parquet[row groups 3-5]`."""
+        count = self.stop - self.first
+        if count > 1:
+            return f"{self.path}[row groups {self.first}-{self.stop - 1}]"
+        return f"{self.path}[row group {self.first}]" if count else f"{self.path}[no row groups]"
+
+    def read(self) -> pd.DataFrame:
+        """The part's rows, reading its row groups only and handing each column to pandas without a
+        copy; a row count other than the planned one (the file was rewritten since it was planned) is
+        a `SourceError`."""
+        try:
+            with pq.ParquetFile(self.path) as file:
+                groups = list(range(self.first, self.stop))
+                table = file.read_row_groups(groups, use_pandas_metadata=True)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {first_line(str(exc))}"
+            raise SourceError(f"{self.name}: cannot read ({reason})") from exc
+        if table.num_rows != self.rows:
+            raise SourceError(
+                f"{self.name}: read {table.num_rows} rows where {self.rows} were planned; "
+                "the file changed while it was read"
+            )
+        return table.to_pandas(split_blocks=True, self_destruct=True)
+
+
+# What a partition task reads: a Parquet file, row groups of one Parquet file, or a key range of a SQL
+# batch (`sources.SqlPage`). All have `offset`, `rows`, `name` and `read()`.
+Part = Partition | RowGroups | SqlPage
+
+
+def parquet_footer(path: Path) -> pq.ParquetFile:
+    """A Parquet file opened on its footer (no data read); a missing or unreadable file is a
+    `SourceError` naming it."""
+    if not path.exists():
+        raise SourceError(f"{path}: no such file")
+    try:
+        return pq.ParquetFile(path)
+    except Exception as exc:
+        raise SourceError(f"{path}: cannot read as Parquet ({type(exc).__name__}: {exc})") from exc
+
+
+def plan_row_groups(path: Path) -> list[RowGroups]:
+    """Parts of one Parquet file from its footer (no data read): consecutive row groups bundled up to
+    `PART_ROWS` rows; a larger row group is a part of its own. A file without row groups is one empty
+    part, so the run still sees its schema."""
+    with parquet_footer(path) as file:
+        meta = file.metadata
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    parts, offset = [], 0
+    for groups in bundled(sizes, PART_ROWS):
+        rows = sum(sizes[i] for i in groups)
+        parts.append(RowGroups(str(path), groups.start, groups.stop, offset, rows))
+        offset += rows
+    return parts
+
+
+def bundled(sizes: Sequence[int], budget: int) -> list[range]:
+    """Consecutive indexes of `sizes` in runs whose sizes add up to at most `budget` (a larger size
+    alone); no sizes give one empty run."""
+    runs, start, total = [], 0, 0
+    for i, size in enumerate(sizes):
+        if i > start and total + size > budget:
+            runs.append(range(start, i))
+            start, total = i, 0
+        total += size
+    runs.append(range(start, len(sizes)))
+    return runs
 
 
 def plan_partitions(paths: Sequence[Path]) -> list[Partition]:
@@ -91,16 +174,13 @@ def plan_partitions(paths: Sequence[Path]) -> list[Partition]:
     first one's schema, else a `SourceError` names the partition that differs."""
     partitions, offset, first = [], 0, None
     for path in paths:
-        try:
-            meta = pq.ParquetFile(path)
-        except Exception as exc:
-            raise SourceError(f"{path}: cannot read as Parquet ({type(exc).__name__}: {exc})") from exc
-        schema = meta.schema_arrow.remove_metadata()
+        with parquet_footer(path) as meta:
+            schema = meta.schema_arrow.remove_metadata()
+            rows = meta.metadata.num_rows
         if first is None:
             first = (path, schema)
         elif not schema.equals(first[1]):
             raise SourceError(f"{path}: its schema differs from {first[0]}'s; partitions must share one")
-        rows = meta.metadata.num_rows
         partitions.append(Partition(str(path), offset, rows))
         offset += rows
     return partitions
@@ -253,22 +333,30 @@ class Merger:
 
 
 def require_partitionable(spec: MonitorSpec) -> None:
-    """A `SpecError` unless the batch source can be read in partitions: Parquet partitions, or SQL
-    with `page_by`."""
+    """A `SpecError` unless the batch source can be read in partitions: Parquet partitions, one Parquet
+    file a batch (read by row groups), or SQL with `page_by`."""
     path, sql = spec.batches.path, spec.batches.sql
-    if (path is not None and is_partitioned(path)) or (sql is not None and sql.page_by is not None):
+    if path is not None and (is_partitioned(path) or is_parquet_file(path)):
+        return
+    if sql is not None and sql.page_by is not None:
         return
     raise SpecError(
         f"{spec.path or spec.name}: a partitioned run needs batches.path naming Parquet partitions (a "
-        "glob such as data/{batch}/*.parquet, or a folder ending in /) or batches.sql with page_by "
-        "(a key column to read the batch in pages)"
+        "glob such as data/{batch}/*.parquet, or a folder ending in /) or one Parquet file a batch "
+        "(data/{batch}.parquet, read by row groups), or batches.sql with page_by (a key column to read "
+        "the batch in pages)"
     )
 
 
 def plan_batch(spec: MonitorSpec, batch_id: str | None, driver: Driver) -> tuple[str, list[Part], datetime]:
-    """The batch id, its partitions (Parquet files or SQL pages) and the time the batch stands for
-    (the spec has passed `require_partitionable`)."""
+    """The batch id, its partitions (Parquet files, row groups of one Parquet file or SQL pages) and the
+    time the batch stands for (the spec has passed `require_partitionable`)."""
     template, sql = source_args(spec, spec.batches, "batches")
+    if template is not None and is_parquet_file(template):
+        batch_id, path = driver.step("find-batch-file", batch_file, template, batch_id)
+        parts = driver.step("plan-row-groups", plan_row_groups, path)
+        log_oversized(parts, driver)
+        return batch_id, parts, partitions_time(batch_id, [path])
     if template is not None:
         batch_id, paths = driver.step("list-partitions", batch_partitions, template, batch_id)
         return (
@@ -281,6 +369,19 @@ def plan_batch(spec: MonitorSpec, batch_id: str | None, driver: Driver) -> tuple
     batch_id, start, end = sql_window(batch_id, paging.window_days)
     args = (sql["url"], sql["query"], {"start": start, "end": end}, paging.page_by, paging.rows_a_page)
     return batch_id, driver.step("plan-pages", plan_sql_pages, *args), start
+
+
+def log_oversized(parts: list[RowGroups], driver: Driver) -> None:
+    """A warning for every row group larger than `PART_ROWS`: one worker reads it whole."""
+    for part in parts:
+        if part.rows > PART_ROWS:
+            driver.logger.warning(
+                "%s: one row group of %d rows, more than the %d rows a part, is read whole by one "
+                "worker; write the file with smaller row groups to stream it",
+                part.name,
+                part.rows,
+                PART_ROWS,
+            )
 
 
 def run_partitioned(
@@ -319,7 +420,7 @@ class _PartitionedRun:
         self.prepared = prepare_run_reference(context)
         self.reference = self.prepared.frame
         first = partitions[0]
-        if isinstance(first, Partition) and self.prepared.model is None:
+        if isinstance(first, Partition | RowGroups) and self.prepared.model is None:
             head = schema_frame(first.path)
         else:  # a SQL page's dtypes (and any model's output) come from its rows
             head = first.read().head(1)

@@ -145,6 +145,12 @@ def is_partitioned(template: str) -> bool:
     return bool(GLOB_CHARACTERS & set(template)) or template.endswith(("/", "\\"))
 
 
+def is_parquet_file(template: str) -> bool:
+    """Whether a batch path template names one Parquet file a batch (`data/{batch}.parquet`), which a
+    partitioned run reads by row groups."""
+    return not is_partitioned(template) and Path(template).suffix.lower() in PARQUET_SUFFIXES
+
+
 def _partitioned_batch_ids(template: str) -> list[str]:
     """Batch ids of a partitioned template: the values of `{batch}` for which a partition exists."""
     if BATCH_PLACEHOLDER not in template:
@@ -227,10 +233,15 @@ def load_file_batch(template: str, batch_id: str | None) -> Batch:
     """The batch `batch_id` (the newest when None) from a path template."""
     if is_partitioned(template):
         return load_partitioned_batch(template, batch_id)
-    batch_id = named_or_newest(template, batch_id, "no batch file matches")
-    path = Path(template.replace(BATCH_PLACEHOLDER, batch_id))
+    batch_id, path = batch_file(template, batch_id)
     frame = read_table(path)
     return Batch(batch_id, frame, batch_time_from_id(batch_id) or _file_time(path))
+
+
+def batch_file(template: str, batch_id: str | None) -> tuple[str, Path]:
+    """The batch id (the newest when None) and the file a single-file template names for it."""
+    batch_id = named_or_newest(template, batch_id, "no batch file matches")
+    return batch_id, Path(template.replace(BATCH_PLACEHOLDER, batch_id))
 
 
 def _file_time(path: Path) -> datetime:

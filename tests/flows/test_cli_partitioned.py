@@ -104,9 +104,12 @@ def test_partitioned_run_under_the_prefect_engine(
         assert_same_history(parted, whole, BATCH)
 
 
-def test_bad_input_exits_2_and_a_crash_3(specs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    single, parts = specs
-    refused = runner.invoke(app, ["run", str(single), "--partitioned"])
+def test_bad_input_exits_2_and_a_crash_3(
+    specs: tuple[Path, Path], monitor_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, parts = specs
+    csv = write_monitor(monitor_data, tmp_path / "csv", str(tmp_path / "{batch}.csv"))
+    refused = runner.invoke(app, ["run", str(csv), "--partitioned"])
     assert refused.exit_code == EXIT_USAGE
     assert "--partitioned" in refused.stderr and "page_by" in refused.stderr
     assert "batches.path" in refused.stderr

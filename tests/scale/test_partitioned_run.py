@@ -51,7 +51,7 @@ def test_a_check_that_does_not_merge_is_skipped_on_a_large_batch(monitor_data: P
 
 def test_partitioned_sources(monitor_data: Path) -> None:
     """Glob and folder templates list their batch ids and load the concatenated batch; a single-file
-    template keeps its behaviour; a spec with a single-file batch is refused for a partitioned run."""
+    template keeps its behaviour; a CSV batch is refused for a partitioned run."""
     glob_template = str(monitor_data / "parts" / "{batch}" / "*.parquet")
     folder_template = str(monitor_data / "parts" / "{batch}") + "/"
     assert list_batch_ids(glob_template) == list_batch_ids(folder_template) == [BATCH]
@@ -64,7 +64,7 @@ def test_partitioned_sources(monitor_data: Path) -> None:
         list_batch_ids(str(monitor_data / "parts" / "x-{batch}*.parquet"))
 
 
-def test_partitioned_run_refuses_a_single_file_batch(monitor_data: Path, tmp_path: Path) -> None:
-    single = write_monitor(monitor_data, tmp_path, str(monitor_data / "single" / "{batch}.parquet"))
+def test_partitioned_run_refuses_a_csv_batch(monitor_data: Path, tmp_path: Path) -> None:
+    single = write_monitor(monitor_data, tmp_path, str(tmp_path / "{batch}.csv"))
     with pytest.raises(SpecError, match="Parquet partitions"):
         run_partitioned(load_spec(single), BATCH)
