@@ -107,8 +107,8 @@ def labelled_batch(
     spec: MonitorSpec, batch_id: str, labels: pd.DataFrame, columns: Columns, gather_rows: int, driver: Driver
 ) -> Labelled:
     """The batch's labelled rows: read whole, or, when it is read in partitions (Parquet files, row
-    groups of one file, or SQL pages), joined one partition at a time, reading no further once more than `gather_rows` are
-    labelled; a labelled id in two partitions is a `SourceError`."""
+    groups of one file, or SQL pages), joined one partition at a time, reading no further once more
+    than `gather_rows` are labelled; a labelled id in two partitions is a `SourceError`."""
     assert columns.id is not None and columns.label is not None
     keyed = keyed_labels(labels, columns.id, columns.label)
     try:

@@ -326,3 +326,83 @@ def load_sql_batch(url: str, query: str, batch_id: str | None, window_days: floa
     batch_id, start, end = sql_window(batch_id, window_days)
     frame = read_sql(url, query, {"start": start, "end": end})
     return Batch(batch_id, frame, start)
+
+
+# --- Parquet read a few columns at a time (wide tables) -------------------------------------------------
+
+# Columns decoded together when the first rows of a Parquet file are read: the reader holds a page or
+# two of each column it decodes whatever the rows asked for, so a wide file's head is read in slices.
+HEAD_COLUMNS_AT_A_TIME = 50
+# Read buffer of the head's column slices: without one the reader fetches whole column chunks.
+HEAD_BUFFER_BYTES = 64 * 1024
+
+
+@contextmanager
+def _parquet_errors(path: Path) -> Iterator[None]:
+    """A missing file, and any failure to read it, as the one-line `SourceError` `read_table` gives."""
+    if not path.exists():
+        raise SourceError(f"{path}: no such file")
+    try:
+        yield
+    except Exception as exc:
+        raise SourceError(_unreadable(path, exc)) from exc
+
+
+def parquet_shape(path: Path) -> tuple[pd.DataFrame, int]:
+    """An empty frame with a Parquet file's columns and dtypes (as `read_table` gives them), and its
+    row count, both from the file's footer."""
+    import pyarrow.parquet as pq
+
+    with _parquet_errors(path):
+        file = pq.ParquetFile(path)
+        return file.schema_arrow.empty_table().to_pandas(), file.metadata.num_rows
+
+
+def read_parquet_columns(path: Path, columns: list[str]) -> pd.DataFrame:
+    """Only `columns` of a Parquet file, with the dtypes `read_table` gives (float32 stays float32),
+    each column held once: read without fetching ahead and handed to pandas without a copy."""
+    import pyarrow.parquet as pq
+
+    with _parquet_errors(path):
+        table = pq.read_table(path, columns=columns, pre_buffer=False, use_pandas_metadata=True)
+        return table.to_pandas(split_blocks=True, self_destruct=True)
+
+
+def read_parquet_head(path: Path, rows: int) -> pd.DataFrame:
+    """The first `rows` rows of a Parquet file (all of them when it has fewer), as `read_table` gives
+    them, decoded `HEAD_COLUMNS_AT_A_TIME` columns at a time so that it costs its rows, not the file.
+    The pages decoded are handed back to the system, not kept for reuse by processes forked later."""
+    import pyarrow as pa
+
+    with _parquet_errors(path):
+        frame = _head_table(path, rows).to_pandas()
+    pa.default_memory_pool().release_unused()
+    return frame
+
+
+def _head_table(path: Path, rows: int) -> Any:
+    """The first `rows` rows of a Parquet file as one Arrow table, read in slices of columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path, pre_buffer=False, buffer_size=HEAD_BUFFER_BYTES)
+    names = file.schema_arrow.names
+    slices = [
+        _first_rows(file, names[start : start + HEAD_COLUMNS_AT_A_TIME], rows)
+        for start in range(0, len(names), HEAD_COLUMNS_AT_A_TIME)
+    ]
+    columns = [column for piece in slices for column in piece.columns]
+    return pa.Table.from_arrays(columns, schema=file.schema_arrow)
+
+
+def _first_rows(file: Any, names: list[str], rows: int) -> Any:
+    """The first `rows` rows of the columns `names` of an open Parquet file, as one Arrow table."""
+    import pyarrow as pa
+
+    batches, have = [], 0
+    for batch in file.iter_batches(batch_size=max(rows, 1), columns=names, use_pandas_metadata=False):
+        batches.append(batch.slice(0, rows - have))
+        have += batches[-1].num_rows
+        if have >= rows:
+            break
+    return pa.Table.from_batches(batches, schema=pa.schema([file.schema_arrow.field(n) for n in names]))

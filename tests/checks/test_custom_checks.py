@@ -157,4 +157,3 @@ def test_an_entry_point_whose_class_has_another_name_is_refused(
     install(tmp_path, monkeypatch, "acme.other")
     with pytest.raises(CheckInputError, match=r"is named 'business\.revenue_at_risk'"):
         registry.get("acme.other")
-
