@@ -7,6 +7,7 @@ already holds reach the child for free; only the (small) return value is pickled
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import pickle
@@ -80,6 +81,22 @@ def _send(conn: Connection, message: tuple[str, Any]) -> None:
         conn.send(("raised", (type(exc).__name__, f"result could not be sent back: {exc}")))
 
 
+def plain_logging() -> None:
+    """Logging in a forked worker: one plain stderr handler, none of the parent's. A parent's handler
+    (a rich console, an orchestrator's log queue) may hold a lock that another thread of the parent
+    had at the fork, and its background thread does not exist here: writing through it could block
+    for ever. (The logging module's own locks are made anew at a fork.)"""
+    manager = logging.Logger.manager
+    loggers = [logging.root, *(v for v in manager.loggerDict.values() if isinstance(v, logging.Logger))]
+    for logger in loggers:
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.propagate = True
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    logging.root.addHandler(handler)
+
+
 def _child(fn: Callable[[], Any], conn: Connection, memory_mb: int | None, parent: int) -> None:
     """Body of the worker: compute, answer once, and leave without running the parent's exit hooks."""
     code = 0
@@ -87,6 +104,7 @@ def _child(fn: Callable[[], Any], conn: Connection, memory_mb: int | None, paren
         die_with_parent(parent)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        plain_logging()
         if memory_mb is not None:
             _limit_memory(memory_mb)
         try:

@@ -3,8 +3,10 @@ is left running, and the parent's frames reach the worker without being pickled.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -104,3 +106,35 @@ def test_concurrent_calls_from_threads_each_get_their_own_outcome() -> None:
         futures[0].result()
     assert [f.result() for f in futures[1:]] == [1, 4, 9]
     assert time.monotonic() - started < 10
+
+
+class GatedHandler(logging.Handler):
+    """A handler whose own lock another thread of the parent may hold when a worker forks (as a rich
+    console's lock, or an orchestrator's log queue, may be)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self.gate:
+            pass
+
+
+def _logs_and_answers() -> str:
+    logging.getLogger("driftline.test.gated").warning("a worker logs")
+    return "answered"
+
+
+def test_a_worker_logs_through_none_of_the_parent_s_handlers() -> None:
+    """Forked while the parent's handler is held, a worker that logs still answers (it would block
+    for ever on the copied lock)."""
+    handler = GatedHandler()
+    logger = logging.getLogger("driftline.test.gated")
+    logger.addHandler(handler)
+    handler.gate.acquire()
+    try:
+        assert run_isolated(_logs_and_answers, timeout_s=20) == "answered"
+    finally:
+        handler.gate.release()
+        logger.removeHandler(handler)
