@@ -61,9 +61,22 @@ def monitor(
     fail_flow_run: bool = True,
 ) -> State:
     """Run the monitor described by the spec file over one batch (the newest when `batch_id` is empty)."""
+    return run_as_flow(run_monitor, spec_path, batch_id, alerts, retrain, fail_flow_run)
+
+
+def run_as_flow(
+    run: Callable[..., Any],
+    spec_path: str,
+    batch_id: str | None,
+    alerts: bool,
+    retrain: Retraining,
+    fail_flow_run: bool,
+) -> State:
+    """One batch evaluated by `run` (`run_monitor` or `run_partitioned`) under the Prefect driver: the
+    check tasks' states named by severity, and the flow run's state the verdict holding the summary."""
     spec = load_spec(spec_path)
     driver = PrefectDriver(spec)
-    summary = run_monitor(spec, batch_id, driver=driver, alerts=alerts, retrain=retrain).to_dict()
+    summary = run(spec, batch_id, driver=driver, alerts=alerts, retrain=retrain).to_dict()
     driver.report(spec, summary)
     return verdict_state([summary], spec.fail_on, fail_flow_run, summary)
 

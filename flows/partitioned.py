@@ -12,11 +12,9 @@ from typing import Any
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from driftline.flows.monitor import summary_of, verdict_flow
-from driftline.flows.prefect_driver import PrefectDriver, verdict_state
+from driftline.flows.monitor import run_as_flow, summary_of, verdict_flow
 from driftline.tasks.partitioned import run_partitioned
 from driftline.tasks.retrain import Retraining
-from driftline.tasks.spec import load_spec
 
 # Dask worker memory cap of `dask_runner`'s local cluster: a partition and its states fit well within it.
 WORKER_MEMORY = "4GB"
@@ -32,11 +30,7 @@ def partitioned_monitor(
 ) -> State:
     """Run the monitor over one partitioned batch (the newest when `batch_id` is empty); the run ends
     `Failed` when the batch reaches `fail_on`, unless `fail_flow_run` is off."""
-    spec = load_spec(spec_path)
-    driver = PrefectDriver(spec)
-    summary = run_partitioned(spec, batch_id, driver=driver, alerts=alerts, retrain=retrain).to_dict()
-    driver.report(spec, summary)
-    return verdict_state([summary], spec.fail_on, fail_flow_run, summary)
+    return run_as_flow(run_partitioned, spec_path, batch_id, alerts, retrain, fail_flow_run)
 
 
 def dask_runner(address: str | None = None, n_workers: int = 2, memory_limit: str = WORKER_MEMORY) -> Any:
