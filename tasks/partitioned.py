@@ -199,7 +199,7 @@ class MergeJob:
     key: str
     profile: Any
     screened: Screened
-    timeout_s: float | None = None
+    timeout_s: float
 
     @property
     def check(self) -> Check:
@@ -471,7 +471,7 @@ class _PartitionedRun:
             self.prepared.roles,
             self.prepared.model,
             self.batch_schema,
-            timeout_s=max(j.timeout_s or execution.timeout_s for j in jobs) if limited else None,
+            timeout_s=max(j.timeout_s for j in jobs) if limited else None,
             memory_mb=execution.memory_mb if limited else None,
         )
 
@@ -504,9 +504,7 @@ class _PartitionedRun:
             profile = fitted_profile(screened.check, self.reference, screened.columns, cached_fit)
         except Exception as exc:
             return [failure_result(name, exc, rows)]
-        return MergeJob(
-            f"{index}:{name}", profile, screened, planned.timeout_s or self.plan.execution.timeout_s
-        )
+        return MergeJob(f"{index}:{name}", profile, screened, self.plan.time_limit(planned))
 
     def _schema(self, check: Check) -> list[CheckResult]:
         """The schema check on the partitions' shared schema, reporting the batch's row count."""

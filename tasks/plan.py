@@ -89,6 +89,10 @@ class CheckPlan:
         """The plan narrowed to the checks `keep` accepts, in the same order."""
         return replace(self, checks=tuple(p for p in self.checks if keep(p.check)))
 
+    def time_limit(self, planned: PlannedCheck) -> float:
+        """A check's time limit: its own `timeout_s`, else the run's."""
+        return planned.timeout_s or self.execution.timeout_s
+
     def jobs(self, evaluate: Evaluate) -> list[CheckJob]:
         """One job per check, evaluating it with `evaluate` under the plan's isolation and limits."""
         execution = self.execution
@@ -98,7 +102,7 @@ class CheckPlan:
                 label=p.label,
                 evaluate=partial(evaluate, p.check),
                 isolation=execution.isolation,
-                timeout_s=p.timeout_s or execution.timeout_s,
+                timeout_s=self.time_limit(p),
                 memory_mb=execution.memory_mb,
             )
             for p in self.checks
