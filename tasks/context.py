@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftline.tasks.driver import Driver
+from driftline.tasks.name_claims import claim_name
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.retrain import Retraining
 from driftline.tasks.spec import MonitorSpec
@@ -44,8 +45,9 @@ class RunContext:
         cache: ProfileCache | None = None,
         options: RunOptions | None = None,
     ) -> RunContext:
-        """The context of a run of `spec`; a database URL that cannot work is a `SpecError` now,
-        before any work is done."""
+        """The context of a run of `spec`; a database URL that cannot work, or a monitor name another
+        spec file of the folder has, is a `SpecError` now, before any work is done."""
+        claim_name(spec)
         return cls(
             spec=spec,
             driver=driver or Driver(),
