@@ -13,7 +13,7 @@ import typer
 
 from driftline.checks.result import format_number
 from driftline.flows.cli_common import JsonOption, app, console, errors, fail, json_mode, print_json
-from driftline.flows.render import history_table, results_table
+from driftline.flows.render import history_table, plain, results_table
 
 DatabaseOption = Annotated[
     str | None,
@@ -162,9 +162,14 @@ def runs(
 def trend(
     monitor: MonitorArgument,
     check: CheckOption = None,
-    metric: Annotated[str | None, typer.Option("--metric", help="Only this metric (e.g. psi).")] = None,
-    window: Annotated[int, typer.Option(help="Runs in the rolling baseline.")] = 10,
-    z: Annotated[float, typer.Option(help="Show series whose latest robust z-score reaches this.")] = 3.0,
+    metric: Annotated[
+        str | None, typer.Option("--metric", help="Only results whose key metric is this (e.g. psi).")
+    ] = None,
+    window: Annotated[int, typer.Option(help="Most earlier runs in the rolling baseline.")] = 10,
+    z: Annotated[
+        float,
+        typer.Option(help="Show results whose key metric is this many spreads worse than its baseline."),
+    ] = 3.0,
     min_severity: Annotated[str, typer.Option(help="Severity that counts toward a streak.")] = "medium",
     runs: Annotated[int, typer.Option(help="Consecutive runs that make drift sustained.")] = 3,
     shift_window: Annotated[int, typer.Option(help="Runs searched for a level shift.")] = 30,
@@ -174,72 +179,113 @@ def trend(
     database: DatabaseOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Sustained drift (a severity held for several runs), values far from their rolling baseline, and
-    recent level shifts (the baseline code the alert rules use)."""
+    """Sustained drift (a severity held for several runs), and results whose key metric moved towards
+    worse: far from its rolling baseline or onto a new level (the baseline code the alert rules use)."""
     json_mode(as_json)
     monitor_name, database = _monitor(monitor, database)
-    from rich.table import Table
+    from driftline.tasks.history.trend import moved_results, sustained_drift
 
-    from driftline.tasks.history.trend import latest_zscores, recent_shifts, sustained_drift
-
-    frame = _read_history(database, monitor_name, check=check, metric=metric)
+    frame, keys = _trend_inputs(database, monitor_name, check)
     if frame.empty:
         fail(f"no history for monitor {monitor_name!r}")
+    if metric is not None:
+        frame_for_streaks = frame[frame["metric"] == metric]
+        keys = {result: key for result, key in keys.items() if key.metric == metric}
+    else:
+        frame_for_streaks = frame
     try:
-        streaks = sustained_drift(frame, min_severity=min_severity, runs=runs)
-        latest = latest_zscores(frame, window=window)
-        shifts = recent_shifts(frame, window=shift_window, within=runs, min_strength=shift_strength)
+        streaks = sustained_drift(frame_for_streaks, min_severity=min_severity, runs=runs)
+        moved = moved_results(
+            frame,
+            keys,
+            z=z,
+            window=window,
+            shift_window=shift_window,
+            within=runs,
+            min_strength=shift_strength,
+        )
     except ValueError as exc:
         fail(str(exc))
     streaks = streaks[streaks["streak"] > 0].sort_values("streak", ascending=False)
-    outliers = latest[latest["robust_z"].abs() >= z].sort_values("robust_z", key=abs, ascending=False)
     if as_json:
-        print_json(
-            {"sustained": _records(streaks), "outliers": _records(outliers), "shifts": _records(shifts)}
-        )
+        print_json({"sustained": _records(streaks), "moved": _records(moved)})
         return
-    table = Table(title=f"{monitor_name}: runs at {min_severity} or above (sustained from {runs})")
+    console.print(
+        _streak_table(
+            f"{plain(monitor_name)}: runs at {min_severity} or above (sustained from {runs})", streaks
+        )
+    )
+    earlier = min(window, frame["batch_id"].nunique() - 1)
+    console.print(
+        _moved_table(
+            f"results whose key metric moved towards worse: ≥ {z:g} spreads from the median of up to "
+            f"{earlier} earlier run(s), or a new level in the last {runs} runs "
+            f"(strength > {shift_strength:g})",
+            moved,
+        )
+    )
+
+
+def _trend_inputs(database: str | None, monitor_name: str, check: str | None) -> tuple[Any, dict[Any, Any]]:
+    """The monitor's metric history and the key metric of every result, from its newest stored run."""
+    from driftline.tasks.history.query import latest_results, read_history
+    from driftline.tasks.history.trend import declared_metrics, key_metrics
+
+    engine = _open_history(database)
+    try:
+        frame = read_history(engine, monitor_name, check=check)
+        newest = (
+            frame.sort_values(["batch_time", "batch_id"], kind="stable")
+            .groupby(["check", "target"], sort=False)["batch_id"]
+            .last()
+        )
+        stored = [
+            result
+            for batch in sorted(set(newest))
+            for result in latest_results(engine, monitor_name, batch)
+            if newest.get((result["check"], result["target"])) == batch
+        ]
+    finally:
+        engine.dispose()
+    return frame, key_metrics(stored, declared_metrics(frame["check"].unique()))
+
+
+def _streak_table(title: str, streaks: Any) -> Any:
+    """One row per result with a streak at the chosen severity."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
     for name in ("check", "target", "streak", "since batch", "last severity", "sustained"):
         table.add_column(name)
     for r in streaks.itertuples():
         table.add_row(
-            r.check,
-            r.target,
+            plain(r.check),
+            plain(r.target),
             str(r.streak),
-            str(r.since_batch),
+            plain(r.since_batch),
             r.last_severity,
             "yes" if r.sustained else "",
         )
-    console.print(table)
-    console.print(
-        _series_table(
-            f"latest values with |robust z| >= {z:g} against the previous {window} runs",
-            outliers,
-            ("batch", "batch_id"),
-            {"value": "value", "baseline median": "baseline_median", "robust z": "robust_z"},
-        )
-    )
-    console.print(
-        _series_table(
-            f"level shifts in the last {runs} runs (strength > {shift_strength:g})",
-            shifts,
-            ("runs since", "runs_since"),
-            {"before": "before", "after": "after", "strength": "strength"},
-        )
-    )
+    return table
 
 
-def _series_table(title: str, frame: Any, label: tuple[str, str], numbers: dict[str, str]) -> Any:
-    """A rich table, one row per metric series of `frame`: check, target, metric, the `label` column
-    (heading, field), then the `numbers` columns (heading: field) formatted as numbers."""
+def _moved_table(title: str, moved: Any) -> Any:
+    """One row per result that moved: its key metric, newest batch and value, z, and what changed."""
     from rich.table import Table
 
-    table = Table(title=title)
-    for name in ("check", "target", "metric", label[0], *numbers):
-        table.add_column(name)
-    for r in frame.itertuples():
-        values = (format_number(float(getattr(r, field))) for field in numbers.values())
-        table.add_row(r.check, r.target, r.metric, str(getattr(r, label[1])), *values)
+    table = Table(title=title, title_justify="left")
+    for name in ("check", "target", "key metric", "batch", "value", "robust z", "what changed"):
+        table.add_column(name, overflow="fold")
+    for r in moved.itertuples():
+        table.add_row(
+            plain(r.check),
+            plain(r.target),
+            plain(r.metric),
+            plain(r.batch_id),
+            format_number(float(r.value)),
+            format_number(float(r.robust_z)),
+            r.change,
+        )
     return table
 
 

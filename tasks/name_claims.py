@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from driftline.tasks.files import write_private_file
+from driftline.tasks.files import write_cache_file
 from driftline.tasks.spec import MonitorSpec, SpecError
 
 
@@ -57,4 +57,6 @@ def claim_name(spec: MonitorSpec) -> None:
             f"{spec.path}: name {spec.name!r} is already the monitor of {holder} in the same folder; "
             "a name keys the history, reports and incidents, so give each spec its own name"
         )
-    write_private_file(path, json.dumps({"spec": mine}).encode("utf-8"))
+    # A claim that cannot be written (a full or read-only disk) is logged, never fatal: the run still
+    # has to be stored or printed.
+    write_cache_file(path, json.dumps({"spec": mine}).encode("utf-8"))

@@ -91,6 +91,6 @@ def test_trend_lists_a_recent_level_shift(db: str) -> None:
     engine.dispose()
     code, out = invoke("trend", "acs", "--db", db, "--json", "--shift-window", "11")
     assert code == 0, out
-    (shift,) = json.loads(out)["shifts"]
-    assert (shift["target"], shift["runs_since"], shift["last_batch"]) == ("age", 2, "b11")
+    (shift,) = json.loads(out)["moved"]
+    assert (shift["target"], shift["runs_since"], shift["batch_id"]) == ("age", 2, "b11")
     assert shift["after"] == pytest.approx(0.305)

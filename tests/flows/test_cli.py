@@ -179,7 +179,7 @@ def test_trend_reports_sustained_drift_and_robust_outliers(tmp_path: Path) -> No
     report = json.loads(out.stdout)
     [streak] = report["sustained"]
     assert (streak["streak"], streak["since_batch"], streak["sustained"]) == (3, "b5", True)
-    [outlier] = report["outliers"]
+    [outlier] = report["moved"]
     previous = np.array(psi[-5:-1])  # the 4 runs before the latest
     median = np.median(previous)
     expected_z = (psi[-1] - median) / (np.median(np.abs(previous - median)) / 0.6744897501960817)
