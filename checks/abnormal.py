@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, Self
 
 import numpy as np
 import pandas as pd
@@ -50,17 +50,27 @@ def rate_metric(clean_rate: str) -> Metric:
     return Metric(RATE_THRESHOLDS, change=change, uncertainty=RATE_UNCERTAINTY)
 
 
+class Summary(Protocol):
+    """A summary of a partition's values beyond counts (extremes, a histogram) that merges exactly."""
+
+    def merge(self, other: Self) -> Self:
+        """The summary of the union of two partitions (this one first)."""
+        ...
+
+
 @dataclass
 class Flags:
     """What one target's evaluation found in a batch or one partition of it: failing rows and rows
-    that could be judged; `counts`, numbers that add up across partitions (`AbnormalCheck._counted`
-    reads metrics and details from them), and `metrics` and `details` that do not."""
+    that could be judged; `counts`, numbers that add up across partitions, and `summary`, a summary
+    of the values that merges (`AbnormalCheck._counted` reads metrics and details from both); and
+    `metrics` and `details` that do not merge."""
 
     failing: np.ndarray
     usable: np.ndarray
     metrics: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    summary: Summary | None = None
 
 
 # How a batch's targets are flagged: `flag(target, target profile) -> Flags`.
@@ -82,12 +92,12 @@ class AbnormalCheck(Mergeable):
 
     A batch is evaluated as one partition (`checks.mergeable`): per target, the flags' row counts,
     first failing ids and model-impact sums, graded in `finish`. Partitions merge when the flags
-    report counts only (`counts_only`).
+    report only counts and a summary that merges (`counts_only`).
     """
 
     family: ClassVar[str] = "abnormal"
     per_feature: ClassVar[bool] = True
-    # Whether the flags report only numbers that add up (`Flags.counts`), so that partitions merge.
+    # Whether the flags report only what merges (`Flags.counts`, `Flags.summary`), so partitions merge.
     counts_only: ClassVar[bool] = False
     default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DEFAULT_THRESHOLDS
     # Feature kind the default `fit` iterates over ("numeric", "categorical" or "features").
@@ -171,9 +181,10 @@ class AbnormalCheck(Mergeable):
         raise NotImplementedError
 
     def _counted(
-        self, counts: dict[str, int], profile: Any, rows: int
+        self, part: AbnormalPartial, profile: Any, rows: int
     ) -> tuple[dict[str, float], dict[str, Any]]:
-        """The metrics and details of a target's (merged) `Flags.counts` over `rows` batch rows."""
+        """The metrics and details of a target's (merged) `Flags.counts` and `Flags.summary` over
+        `rows` batch rows."""
         return {}, {}
 
     def merge(self, states: list[dict[str, Any]]) -> dict[str, Any]:
@@ -221,7 +232,7 @@ class AbnormalCheck(Mergeable):
             raise error(part.problem[1])
         if part.usable == 0:
             raise NotApplicable(f"{target!r} has no usable value in the batch (all null or NaN)")
-        counted_metrics, counted_details = self._counted(part.counts, profile, rows)
+        counted_metrics, counted_details = self._counted(part, profile, rows)
         metrics: dict[str, float] = {
             FAILING_SHARE: part.failing / part.usable,
             **part.metrics,
@@ -284,10 +295,10 @@ class AbnormalCheck(Mergeable):
 
 @dataclass(frozen=True)
 class AbnormalPartial:
-    """One target's state over partitions of a batch: usable and failing rows, the flags' counts, the
-    first failing ids, the impact sums of failing against passing rows, or the problem that stops the
-    target. `metrics` and `details` are what the flags reported that does not add up (a check whose
-    partitions merge has none)."""
+    """One target's state over partitions of a batch: usable and failing rows, the flags' counts and
+    summary, the first failing ids, the impact sums of failing against passing rows, or the problem
+    that stops the target. `metrics` and `details` are what the flags reported that does not add up
+    (a check whose partitions merge has none)."""
 
     usable: int = 0
     failing: int = 0
@@ -297,6 +308,7 @@ class AbnormalPartial:
     problem: tuple[str, str] | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    summary: Summary | None = None
 
     @classmethod
     def found(cls, flags: Flags, ids: list[Any], impact_rows: ImpactRows) -> AbnormalPartial:
@@ -306,7 +318,16 @@ class AbnormalPartial:
             flags.failing.astype(np.uint8), [False, True], np.array([len(flags.failing) - failing, failing])
         )
         impact = ImpactSums.from_groups(impact_rows, groups)
-        return cls(usable, failing, flags.counts, ids, impact, metrics=flags.metrics, details=flags.details)
+        return cls(
+            usable,
+            failing,
+            flags.counts,
+            ids,
+            impact,
+            metrics=flags.metrics,
+            details=flags.details,
+            summary=flags.summary,
+        )
 
     def merge(self, other: AbnormalPartial, cap: int) -> AbnormalPartial:
         """State of the union of two partitions (this one first); the first problem met wins."""
@@ -320,6 +341,7 @@ class AbnormalPartial:
             },
             ids=(self.ids + other.ids)[: max(cap, 0)],
             impact=self.impact.merge(other.impact) if self.impact and other.impact else None,
+            summary=self.summary.merge(other.summary) if self.summary and other.summary else None,
         )
 
 
@@ -424,7 +446,8 @@ class NullRate(RateCheck):
     values the model cannot use. Targets are the features and the model outputs (score, prediction,
     class scores), since a null or infinite score is a broken prediction. Graded on
     `null_rate_increase` and `inf_rate_increase`, the batch's rates minus the reference's, on their
-    confidence bounds; the model impact of the failing rows is reported.
+    confidence bounds; the model impact of the failing rows is reported. `details.null_rate` is the
+    batch's share of null rows (`metrics.reference_null_rate` the reference's).
     """
 
     name: ClassVar[str] = "abnormal.nulls"
@@ -449,8 +472,10 @@ class NullRate(RateCheck):
         return Flags(failing=nulls | infinite, usable=np.ones(len(nulls), dtype=bool), counts=counts)
 
     def _counted(
-        self, counts: dict[str, int], profile: dict[str, float], rows: int
+        self, part: AbnormalPartial, profile: dict[str, float], rows: int
     ) -> tuple[dict[str, float], dict[str, Any]]:
+        """The rates' increases over the reference's; the batch's null rate in `details.null_rate`."""
+        counts = part.counts
         rates = (counts["null_rows"] / rows, counts["inf_rows"] / rows) if rows else (0.0, 0.0)
         metrics = {
             "reference_null_rate": profile["null_rate"],
@@ -458,7 +483,8 @@ class NullRate(RateCheck):
             "reference_inf_rate": profile["inf_rate"],
             "inf_rate_increase": rates[1] - profile["inf_rate"],
         }
-        return metrics, {"null_rows": counts["null_rows"], "inf_rows": counts["inf_rows"]}
+        details = {"null_rows": counts["null_rows"], "inf_rows": counts["inf_rows"], "null_rate": rates[0]}
+        return metrics, details
 
     def _evidence(
         self, profile: dict[str, float], usable_rows: int, failing_rows: int, details: dict[str, Any]

@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from driftline.checks.abnormal import FAILING_RATE_INCREASE, Flags, RateCheck, column_of, rate_metric
+from driftline.checks.abnormal import (
+    FAILING_RATE_INCREASE,
+    AbnormalPartial,
+    Flags,
+    RateCheck,
+    column_of,
+    rate_metric,
+)
 from driftline.checks.base import Metric
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import register
 from driftline.checks.slicing import run_bounds
+
+# Relative accuracy of the batch median of `abnormal.out_of_range`: counted in logarithmic buckets
+# (`ValueSummary`), it is within 0.5% of the batch's middle value at any scale, far finer than the
+# factor of ten a unit change makes, and the buckets' counts add up across partitions.
+MEDIAN_ACCURACY = 0.005
+_GAMMA = (1 + MEDIAN_ACCURACY) / (1 - MEDIAN_ACCURACY)
+_LOG_GAMMA = math.log(_GAMMA)
+# Offset of the bucket index of a non-zero value, so that every finite double's key is positive:
+# |log_γ x| stays below 75,000 from the smallest subnormal to the largest double.
+_KEY_OFFSET = 100_000
+# Details the range checks copy from their profile.
+_RANGE_DETAILS = ("lower", "upper", "unit")
 
 
 def numeric_values(values: pd.Series, column: str, where: str) -> np.ndarray:
@@ -71,6 +91,81 @@ def supported_range(x: np.ndarray, min_support: int) -> tuple[float, float, str,
     return float(x[starts[first]]), float(x[starts[last] + counts[last] - 1]), unit, left_out
 
 
+def bucket_keys(x: np.ndarray) -> np.ndarray:
+    """Logarithmic bucket of each finite value, as keys ordered like the values: 0 for zero,
+    `_KEY_OFFSET + ceil(log_γ x)` for x > 0 (x in (γ^(i-1), γ^i]), and minus the key of |x| for x < 0."""
+    magnitude = np.abs(x)
+    nonzero = magnitude > 0
+    keys = np.zeros(len(x), dtype=np.int64)
+    keys[nonzero] = _KEY_OFFSET + np.ceil(np.log(magnitude[nonzero]) / _LOG_GAMMA).astype(np.int64)
+    return np.where(x < 0, -keys, keys)
+
+
+def bucket_value(key: int) -> float:
+    """The value standing for a bucket: 2γ^i / (γ + 1), within `MEDIAN_ACCURACY` of any value in it."""
+    if key == 0:
+        return 0.0
+    index = abs(key) - _KEY_OFFSET
+    return math.copysign(math.exp(index * _LOG_GAMMA + math.log(2 / (_GAMMA + 1))), key)
+
+
+@dataclass(frozen=True)
+class ValueSummary:
+    """A partition's finite values as what merges exactly: their extremes, their counts per
+    logarithmic bucket (`bucket_keys`, sorted), from which the median is read to `MEDIAN_ACCURACY`, and
+    how many are not whole numbers."""
+
+    minimum: float
+    maximum: float
+    keys: np.ndarray
+    counts: np.ndarray
+    fractional: int
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> ValueSummary:
+        """The summary of the finite values of `x` (NaN and ±inf left out)."""
+        finite = x[np.isfinite(x)]
+        if len(finite) == 0:
+            return cls(math.inf, -math.inf, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), 0)
+        keys = bucket_keys(finite)
+        lowest = int(keys.min())
+        counts = np.bincount(keys - lowest)
+        present = np.flatnonzero(counts)
+        fractional = int(np.count_nonzero(finite != np.floor(finite)))
+        return cls(float(finite.min()), float(finite.max()), present + lowest, counts[present], fractional)
+
+    def merge(self, other: ValueSummary) -> ValueSummary:
+        """The summary of the union of two partitions."""
+        keys, position = np.unique(np.r_[self.keys, other.keys], return_inverse=True)
+        counts = np.zeros(len(keys), dtype=np.int64)
+        np.add.at(counts, position, np.r_[self.counts, other.counts])
+        return ValueSummary(
+            min(self.minimum, other.minimum),
+            max(self.maximum, other.maximum),
+            keys,
+            counts,
+            self.fractional + other.fractional,
+        )
+
+    @property
+    def value_range(self) -> list[float] | None:
+        """[smallest, largest] finite value; None when there is none."""
+        return [self.minimum, self.maximum] if self.minimum <= self.maximum else None
+
+    @property
+    def median(self) -> float | None:
+        """The lower median (the value of rank ⌊(n - 1) / 2⌋ in sorted order) to within
+        `MEDIAN_ACCURACY` of it, kept inside the extremes, and rounded when every value is a whole
+        number (then exact below 100 in magnitude, where the error is under one half); None without
+        finite values."""
+        total = int(self.counts.sum())
+        if total == 0:
+            return None
+        position = int(np.searchsorted(np.cumsum(self.counts), (total - 1) // 2, side="right"))
+        estimate = min(max(bucket_value(int(self.keys[position])), self.minimum), self.maximum)
+        return float(round(estimate)) if self.fractional == 0 else estimate
+
+
 @dataclass(kw_only=True)
 class _RangeCheck(RateCheck):
     """Flags batch values below `lower` or above `upper` of the fitted (finite) range.
@@ -83,6 +178,8 @@ class _RangeCheck(RateCheck):
 
     kind: ClassVar[str] = "numeric"
     counts_only: ClassVar[bool] = True
+    # Whether the flags carry a `ValueSummary` of the batch's values (its range and median).
+    summarised: ClassVar[bool] = False
 
     def _flag(self, current: pd.DataFrame, target: str, profile: dict[str, Any]) -> Flags:
         x = numeric_values(column_of(current, target), target, "batch")
@@ -94,13 +191,14 @@ class _RangeCheck(RateCheck):
             "above_rows": int(above.sum()),
             "inf_rows": int(np.isinf(x).sum()),
         }
-        return Flags(failing=below | above, usable=~np.isnan(x), counts=counts)
+        summary = ValueSummary.of(x) if self.summarised else None
+        return Flags(failing=below | above, usable=~np.isnan(x), counts=counts, summary=summary)
 
     def _counted(
-        self, counts: dict[str, int], profile: dict[str, Any], rows: int
+        self, part: AbnormalPartial, profile: dict[str, Any], rows: int
     ) -> tuple[dict[str, float], dict[str, Any]]:
         """The fitted range and the rows below it, above it and infinite."""
-        return {}, {**{k: v for k, v in profile.items() if k != "clean"}, **counts}
+        return {}, {**{k: profile[k] for k in _RANGE_DETAILS if k in profile}, **part.counts}
 
 
 @register
@@ -153,10 +251,17 @@ class NumericOutliers(_RangeCheck):
 @register
 @dataclass(kw_only=True)
 class OutOfRange(_RangeCheck):
-    """Out of range: batch values outside the closed reference range [min, max] (boundaries pass)."""
+    """Out of range: batch values outside the closed reference range [min, max] (boundaries pass).
+
+    Details compare the batch with the reference: `reference_range` and `batch_range`, [min, max] of
+    the finite values (None for a batch without any), `reference_median` (exact) and `batch_median`
+    (the batch's lower median to within `MEDIAN_ACCURACY`, read from logarithmic bucket counts, so
+    that a batch evaluated in partitions reports the same value).
+    """
 
     name: ClassVar[str] = "abnormal.out_of_range"
     needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
+    summarised: ClassVar[bool] = True
     declared_metrics: ClassVar[dict[str, Metric]] = {
         FAILING_RATE_INCREASE: rate_metric(
             "the reference's leave-one-out rate: its minimum and maximum when they occur once"
@@ -167,4 +272,23 @@ class OutOfRange(_RangeCheck):
         x = finite_reference(values, column)
         lower, upper = float(x.min()), float(x.max())
         left_out = int(np.count_nonzero(x == lower) == 1) + int(np.count_nonzero(x == upper) == 1)
-        return {"lower": lower, "upper": upper, "clean": (left_out if upper > lower else 0, len(x))}
+        return {
+            "lower": lower,
+            "upper": upper,
+            "median": float(np.median(x)),
+            "clean": (left_out if upper > lower else 0, len(x)),
+        }
+
+    def _counted(
+        self, part: AbnormalPartial, profile: dict[str, Any], rows: int
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """The range details, and the reference's and the batch's ranges and medians side by side."""
+        metrics, details = super()._counted(part, profile, rows)
+        summary = part.summary  # a `ValueSummary`: this check's `_flag` always sets one
+        details.update(
+            reference_range=[profile["lower"], profile["upper"]],
+            batch_range=summary.value_range,
+            reference_median=profile["median"],
+            batch_median=summary.median,
+        )
+        return metrics, details

@@ -162,6 +162,9 @@ def test_null_rate_metrics_and_severity() -> None:
     assert x.metrics["null_rate_increase_bound"] == pytest.approx(bound)
     assert x.failing_rows == 200 and x.severity == "high"
     assert c.metrics["null_rate_increase"] == pytest.approx(0.25) and c.severity == "high"
+    # The batch's own null share, beside the reference's: 2 of every 4 rows of x, 1 of every 4 of c.
+    assert x.details["null_rate"] == pytest.approx(current["x"].isna().mean()) == pytest.approx(0.5)
+    assert c.details["null_rate"] == pytest.approx(current["c"].isna().mean()) == pytest.approx(0.25)
 
 
 def test_new_nulls_are_graded_and_steady_nulls_are_not() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -10,7 +11,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from driftline.checks.abnormal_values import NumericOutliers, OutOfRange
+from driftline.checks.abnormal_values import (
+    MEDIAN_ACCURACY,
+    NumericOutliers,
+    OutOfRange,
+    bucket_keys,
+    bucket_value,
+)
 from driftline.checks.columns import Columns
 from driftline.checks.runner import run_check
 from tests.golden import golden_cases
@@ -135,3 +142,81 @@ def test_all_nan_columns_are_skipped_by_name() -> None:
 def test_invalid_min_support_is_rejected() -> None:
     with pytest.raises(ValueError, match="min_support"):
         NumericOutliers(min_support=0)
+
+
+# --- the ranges and medians of out_of_range ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.random.default_rng(0).lognormal(10, 2, 5000),
+        -np.random.default_rng(1).exponential(3e-7, 5000),
+        np.r_[np.random.default_rng(2).normal(0, 1e6, 4999), 0.0],
+        np.geomspace(5e-324, 1.7e308, 2001) * np.where(np.arange(2001) % 2, 1, -1),
+    ],
+    ids=["lognormal", "negative-tiny", "both-signs", "every-magnitude"],
+)
+def test_each_value_lies_within_the_accuracy_of_its_bucket(values: np.ndarray) -> None:
+    keys = bucket_keys(values)
+    standing_for = np.array([bucket_value(int(k)) for k in keys])
+    assert np.all(np.abs(standing_for - values) <= MEDIAN_ACCURACY * np.abs(values) * (1 + 1e-9))
+    # Keys are ordered like the values, so that counts per key give ranks.
+    order = np.argsort(values, kind="stable")
+    assert np.all(np.diff(keys[order]) >= 0)
+
+
+def test_out_of_range_reports_the_ranges_and_medians_of_both_sides() -> None:
+    rng = np.random.default_rng(5)
+    reference = pd.DataFrame({"x": np.r_[rng.lognormal(11, 0.6, 3001), np.nan, np.inf]})
+    batch_values = np.r_[rng.lognormal(11, 0.6, 1999) / 1000, np.nan, -np.inf, 0.0]
+    (result,) = run_check(OutOfRange(), pd.DataFrame({"x": batch_values}), COLUMNS, reference=reference)
+    details = result.details
+    finite_reference = reference["x"][np.isfinite(reference["x"])]
+    finite_batch = batch_values[np.isfinite(batch_values)]
+    assert details["reference_range"] == [finite_reference.min(), finite_reference.max()]
+    assert details["batch_range"] == [0.0, finite_batch.max()]
+    assert details["reference_median"] == np.median(finite_reference)
+    lower_median = np.quantile(finite_batch, 0.5, method="lower")
+    assert details["batch_median"] == pytest.approx(lower_median, rel=MEDIAN_ACCURACY)
+    # The stored form keeps them as plain JSON numbers.
+    stored = json.loads(json.dumps(result.to_dict(), allow_nan=False))["details"]
+    assert (
+        stored["batch_range"] == details["batch_range"] and stored["batch_median"] == details["batch_median"]
+    )
+
+
+def test_a_constant_batch_has_its_value_as_median_and_an_infinite_one_has_none() -> None:
+    reference = pd.DataFrame({"x": np.arange(100.0)})
+    (constant,) = OutOfRange().run(reference, pd.DataFrame({"x": np.full(20, 7.25)}), COLUMNS)
+    assert constant.details["batch_median"] == 7.25 and constant.details["batch_range"] == [7.25, 7.25]
+    (infinite,) = OutOfRange().run(reference, pd.DataFrame({"x": np.full(20, np.inf)}), COLUMNS)
+    assert infinite.details["batch_median"] is None and infinite.details["batch_range"] is None
+    assert infinite.failing_rows == 20
+
+
+def test_out_of_range_details_are_the_same_from_partitions() -> None:
+    rng = np.random.default_rng(6)
+    reference = pd.DataFrame({"x": rng.normal(50, 10, 2000)})
+    current = pd.DataFrame({"x": np.r_[rng.normal(50, 10, 3000) * 100, rng.normal(-5, 1, 1000)]})
+    check = OutOfRange()
+    profile = check.fit(reference, COLUMNS)
+    (whole,) = check.evaluate(current, profile, COLUMNS)
+    shuffled = current.sample(frac=1.0, random_state=0)
+    parts = [shuffled.iloc[rows] for rows in np.array_split(np.arange(len(shuffled)), 7)]
+    (merged,) = check.finish(
+        check.merge([check.partial(p, profile, COLUMNS) for p in parts]), profile, COLUMNS
+    )
+    keys = ("reference_range", "batch_range", "reference_median", "batch_median", "below_rows", "above_rows")
+    assert {k: merged.details[k] for k in keys} == {k: whole.details[k] for k in keys}
+    lower_median = np.quantile(current["x"], 0.5, method="lower")
+    assert whole.details["batch_median"] == pytest.approx(lower_median, rel=MEDIAN_ACCURACY)
+
+
+def test_the_median_of_whole_numbers_below_100_is_exact() -> None:
+    rng = np.random.default_rng(7)
+    reference = pd.DataFrame({"x": rng.integers(18, 90, 1000).astype(float)})
+    for seed in range(20):
+        ages = np.random.default_rng(seed).integers(-99, 100, 301).astype(float)
+        (result,) = OutOfRange().run(reference, pd.DataFrame({"x": ages}), COLUMNS)
+        assert result.details["batch_median"] == np.quantile(ages, 0.5, method="lower")
