@@ -13,7 +13,7 @@ import typer
 
 from driftline.checks.result import format_number
 from driftline.flows.cli_common import JsonOption, app, console, errors, fail, json_mode, print_json
-from driftline.flows.render import history_table, plain, results_table
+from driftline.flows.render import history_table, plain, print_diagnoses, results_table
 
 DatabaseOption = Annotated[
     str | None,
@@ -139,6 +139,7 @@ def runs(
             print_json(results)
         else:
             console.print(results_table(results, title=f"{monitor_name} · batch {batch} (stored)"))
+            print_diagnoses(console, results)
         return
     if as_json:
         print_json(json.loads(json.dumps(recent, default=str)))

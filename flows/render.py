@@ -91,6 +91,14 @@ def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -
     return table
 
 
+def print_diagnoses(console: Console, results: Iterable[Mapping[str, Any]]) -> None:
+    """The likely cause of each target with a fault signature (`tasks.diagnosis`), one line each."""
+    from driftline.tasks.diagnosis import diagnose
+
+    for found in diagnose(results):
+        console.print(f"likely cause: {plain(found.line)}", highlight=False)
+
+
 def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = True) -> None:
     """A monitor run: its results table, where the history went, what retraining did."""
     title = (
@@ -98,6 +106,7 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
         f"{summary['status'].upper()} (worst severity {summary['worst_severity']})"
     )
     console.print(results_table(summary["results"], title=title, show_ok=show_ok))
+    print_diagnoses(console, summary["results"])
     console.print(f"history: {plain(summary['stored'])}")
     alerts = summary.get("alerts") or {}
     if alerts:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from driftline.checks import registry
 from driftline.checks.abnormal_values import MEDIAN_ACCURACY
@@ -19,6 +20,7 @@ from driftline.checks.evidence import grade_results
 from driftline.checks.runner import run_check
 from driftline.data import ADULT_CATEGORICAL, ADULT_NUMERIC
 from driftline.data.demo import DATA_FILE, aged_sample
+from driftline.flows.cli import app
 from driftline.tasks.diagnosis import (
     COLUMN_NULL,
     NEW_CATEGORY,
@@ -243,6 +245,13 @@ def test_the_stored_results_give_the_same_diagnoses(adult, tmp_path: Path) -> No
         engine.dispose()
     assert diagnose(stored) == diagnose(results)
     assert [d.cause for d in diagnose(stored)] == [UNIT_CHANGE, COLUMN_NULL]
+    shown = CliRunner().invoke(
+        app, ["runs", "m", "--batch", "b", "--db", f"sqlite:///{tmp_path / 'history.db'}"]
+    )
+    assert shown.exit_code == 0, shown.output
+    causes = [line for line in shown.stdout.splitlines() if line.startswith("likely cause: ")]
+    assert [c.split(":")[1].strip() for c in causes] == ["age", "occupation"]
+    assert "~10× smaller than the reference" in causes[0] and "every value is null" in causes[1]
 
 
 # --- the gate and the text, on hand-made results ----------------------------------------------------
