@@ -11,6 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from driftline.checks.result import format_number
+from driftline.tasks.comparison import comparison_line
+from driftline.tasks.ranking import importance_text, ranked
 from driftline.tasks.result_rows import format_metrics
 from driftline.tasks.safe_text import printable
 
@@ -43,7 +45,8 @@ def plain(value: object) -> str:
 def results_table(
     results: Iterable[Mapping[str, Any]], title: str | None = None, show_ok: bool = True
 ) -> Table:
-    """One row per result: check, target, status, severity, key metrics, failing rows, reason."""
+    """One row per result, in rank order (`tasks.ranking`): check, target (with its importance to the
+    model), status, severity, the comparison with the reference (or key metrics), failing rows, reason."""
     table = Table(title=title, title_justify="left", expand=False)
     for name in (
         "check",
@@ -56,15 +59,15 @@ def results_table(
         "reason",
     ):
         table.add_column(name, overflow="fold")
-    for r in results:
+    for r in ranked(results):
         if not show_ok and r["status"] == "ok" and r["severity"] == "none":
             continue
         table.add_row(
             plain(r["check"]),
-            plain(r["target"]),
+            plain(r["target"]) + (f"\n{importance}" if (importance := importance_text(r)) else ""),
             f"[{STATUS_STYLE[r['status']]}]{r['status']}" if STATUS_STYLE[r["status"]] else r["status"],
             f"[{SEVERITY_STYLE[r['severity']]}]{r['severity']}",
-            plain(format_metrics(r.get("metrics") or {}, r.get("thresholds"))),
+            plain(comparison_line(r) or format_metrics(r.get("metrics") or {}, r.get("thresholds"))),
             format_number(r.get("failing_rows")),
             format_number(r.get("model_impact")),
             plain((r.get("reason") or "")[:120]),
@@ -82,7 +85,7 @@ def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -
             str(r["batch_time"])[:19],
             plain(r["batch_id"]),
             plain(r["check"]),
-            plain(r["target"]),
+            plain(r["target"]) + (f"\n{importance}" if (importance := importance_text(r)) else ""),
             plain(r["metric"]),
             format_number(r["value"]),
             f"[{SEVERITY_STYLE.get(r['severity'], '')}]{r['severity']}",

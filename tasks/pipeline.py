@@ -30,6 +30,7 @@ from driftline.tasks.attribution_plots import drawn_figures, preload_plotting
 from driftline.tasks.context import RunContext, RunOptions
 from driftline.tasks.drift_overview import drift_overview
 from driftline.tasks.driver import CheckJob, Driver
+from driftline.tasks.importance import attach_importance, reference_importance
 from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
 from driftline.tasks.plan import SCHEMA_CHECK, CheckPlan, Evaluation
 from driftline.tasks.profiles import NOT_CACHED, ProfileCache, Unfittable
@@ -231,6 +232,7 @@ def conclude_run(context: RunContext, ran: Ran, prepared: PreparedReference) -> 
     """After the checks, whatever evaluated them: store, alert, join late labels, retrain and report."""
     spec, driver, options = context.spec, context.driver, context.options
     results = grade_run(ran.results, spec.alerts.confidence)
+    attach_importance(results, reference_importance(prepared, context.cache.directory))
     overview = drift_overview(results)
     if overview is not None:
         results.append(overview)

@@ -1,8 +1,9 @@
 """The alert of one run as a Slack Block Kit message, with a plain-text fallback; and the current state
 of an incident thread, which replaces the thread's parent message as its incidents change.
 
-The message lists the incidents the run opened or escalated (worst first, at most `MAX_LISTED`, with
-metric values and thresholds), the incidents it resolved, the checks that could not run, and links to
+The message lists the incidents the run opened or escalated (in rank order, `tasks.ranking`, at most
+`MAX_LISTED`, each with its comparison against the reference, `tasks.comparison`, and the importance
+of its feature), the incidents it resolved, the checks that could not run, and links to
 the run and its report. It stays within Slack's limits: at most 17 blocks (Slack allows 50), 3000
 characters a section, 150 a header.
 """
@@ -15,10 +16,14 @@ from urllib.parse import quote
 
 from driftline.checks.result import SEVERITIES, format_number, severity_rank, worst_severity
 from driftline.tasks.alerts.incidents import IncidentChange
+from driftline.tasks.comparison import comparison_line
+from driftline.tasks.ranking import importance_text, ranked
 from driftline.tasks.safe_text import printable
 
 MAX_LISTED = 10
 COUNTS = (("rows", "rows"), ("failing_rows", "failing rows"), ("model_impact", "model impact"))
+# Checks whose failing rows are the members of groups compared, not rows at fault: not counted.
+NO_FAILING_ROWS = ("fairness.",)
 MAX_METRICS = 4
 SECTION_LIMIT = 3000
 HEADER_LIMIT = 150
@@ -59,8 +64,9 @@ def _thresholds(values: Sequence[float]) -> str:
     return ", ".join(f"{name} {format_number(v, 'n/a')}" for name, v in zip(names, values, strict=True))
 
 
-def metric_lines(result: Mapping[str, Any]) -> list[str]:
-    """Graded metrics first (with their thresholds), then others, at most `MAX_METRICS`; then counts."""
+def _values(result: Mapping[str, Any]) -> list[str]:
+    """Graded metrics first (with their thresholds), then others, at most `MAX_METRICS`: the lines of a
+    result that carries no comparison against the reference."""
     metrics: Mapping[str, Any] = result.get("metrics") or {}
     thresholds: Mapping[str, Sequence[float]] = result.get("thresholds") or {}
     names = sorted(metrics, key=lambda name: name not in thresholds)[:MAX_METRICS]
@@ -70,14 +76,26 @@ def metric_lines(result: Mapping[str, Any]) -> list[str]:
         if thresholds.get(name):
             line += f" (thresholds: {_thresholds(thresholds[name])})"
         lines.append(line)
-    counts = [
+    return lines
+
+
+def _counts_line(result: Mapping[str, Any]) -> str:
+    """Rows, failing rows (not for group comparisons) and model impact, those the result has."""
+    skipped = {"failing_rows"} if str(result.get("check", "")).startswith(NO_FAILING_ROWS) else set()
+    return ", ".join(
         f"{label} {format_number(result.get(key), 'n/a')}"
         for key, label in COUNTS
-        if result.get(key) is not None
-    ]
-    if counts:
-        lines.append(", ".join(counts))
-    return lines
+        if result.get(key) is not None and key not in skipped
+    )
+
+
+def metric_lines(result: Mapping[str, Any]) -> list[str]:
+    """The result's comparison against the reference (reference and batch values, the change, its
+    bound and the threshold it crossed), else its metric values; then its counts."""
+    compared = comparison_line(result)
+    lines = [compared] if compared is not None else _values(result)
+    counts = _counts_line(result)
+    return [clip(line, LINE_LIMIT) for line in (*lines, counts) if line]
 
 
 def _subject(change: IncidentChange) -> str:
@@ -85,17 +103,22 @@ def _subject(change: IncidentChange) -> str:
 
 
 def _headline(change: IncidentChange) -> str:
+    importance = importance_text(change.result)
+    weight = f" · {importance}" if importance else ""
     if change.kind == "opened":
-        return f"[{change.severity.upper()}] {_subject(change)}: opened"
+        return f"[{change.severity.upper()}] {_subject(change)}: opened{weight}"
     if change.kind == "escalated":
-        return f"[{change.severity.upper()}] {_subject(change)}: escalated from {change.previous_severity}"
+        return (
+            f"[{change.severity.upper()}] {_subject(change)}: escalated from "
+            f"{change.previous_severity}{weight}"
+        )
     return f"{_subject(change)}: resolved (now {change.severity}, was {change.previous_severity})"
 
 
 def _alerting(changes: Iterable[IncidentChange]) -> list[IncidentChange]:
-    """Opened and escalated changes, worst first (stable within a grade)."""
+    """Opened and escalated changes in rank order (`tasks.ranking`)."""
     hits = [c for c in changes if c.kind != "resolved"]
-    return sorted(hits, key=lambda c: -severity_rank(c.severity))
+    return ranked(hits, lambda c: {**c.result, "severity": c.severity})
 
 
 def _counts(changes: Sequence[IncidentChange]) -> str:

@@ -19,6 +19,7 @@ from driftline.tasks.history.db import as_utc
 from driftline.tasks.history.models import Run
 from driftline.tasks.history.query import HISTORY_COLUMNS, latest_results, read_history
 from driftline.tasks.history.store import NO_METRIC
+from driftline.tasks.ranking import ranked
 
 RUNS: Table = Run.__table__  # type: ignore[assignment]
 DEFAULT_RUNS = 30
@@ -46,12 +47,12 @@ class ReportData:
     batches: list[str] = field(default_factory=list)
 
     def failing(self) -> list[dict[str, Any]]:
-        """`ok` results at or above `min_severity`, worst first (stable within a severity)."""
+        """`ok` results at or above `min_severity`, in rank order (`tasks.ranking`)."""
         floor = severity_rank(self.min_severity)
         hits = [
             r for r in self.results if r["status"] == "ok" and severity_rank(r["severity"] or "none") >= floor
         ]
-        return sorted(hits, key=lambda r: -severity_rank(r["severity"]))
+        return ranked(hits)
 
     def severity_counts(self) -> dict[str, int]:
         """How many `ok` results reached each severity, plus `skipped` and `error` counts."""

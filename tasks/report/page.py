@@ -1,5 +1,7 @@
 """The report page's content: sections per failing check with their pictures and trends, and the table
-of every result. Plain dicts for the template; all drawing happens here, none in the template."""
+of every result, both in rank order (`tasks.ranking`: what matters first); each finding says its
+comparison against the reference (`tasks.comparison`) and its feature's importance. Plain dicts for
+the template; all drawing happens here, none in the template."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from driftline.checks.result import format_number, severity_rank
+from driftline.checks.result import format_number
+from driftline.tasks.comparison import comparison_line
+from driftline.tasks.ranking import importance_text, ranked
 from driftline.tasks.report.figures import (
     Picture,
     check_pictures,
@@ -37,6 +41,8 @@ class Finding:
     model_impact: str = ""
     grade: str = ""  # the grade in words: the bound and the threshold it crossed
     outside_band: bool = False
+    comparison: str = ""  # reference and batch values, the change, its bound and threshold
+    importance: str = ""  # the feature's importance to the model and its rank
 
 
 @dataclass
@@ -84,7 +90,8 @@ def _metric_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def sections(data: ReportData, trends: Mapping[tuple[str, str, str], Trend]) -> list[Section]:
-    """One section per failing check (worst first), each failing target with its picture and trends."""
+    """One section per failing check, in the rank of its first finding; each failing target (in rank
+    order) with its comparison, importance, picture and trends."""
     grouped: dict[str, list[dict[str, Any]]] = {}
     for result in data.failing():
         grouped.setdefault(result["check"], []).append(result)
@@ -101,6 +108,8 @@ def sections(data: ReportData, trends: Mapping[tuple[str, str, str], Trend]) -> 
                 failing_rows=format_number(result.get("failing_rows")),
                 model_impact=format_number(result.get("model_impact")),
                 grade=result.get("reason") or "",
+                comparison=comparison_line(result) or "",
+                importance=importance_text(result),
             )
             picture = _safely(f"{check}/{result['target']}", explaining_picture, result)
             if picture is not None:
@@ -131,16 +140,10 @@ def sections(data: ReportData, trends: Mapping[tuple[str, str, str], Trend]) -> 
 
 
 def table_rows(data: ReportData, trends: Mapping[tuple[str, str, str], Trend]) -> list[dict[str, Any]]:
-    """Every result, worst first (then in run order), with its key metric and that metric's sparkline."""
-    order = sorted(
-        enumerate(data.results),
-        key=lambda item: (
-            -(severity_rank(item[1]["severity"] or "none") if item[1]["status"] == "ok" else -1),
-            item[0],
-        ),
-    )
+    """Every result in rank order (those that did not run last), with its key metric and that metric's
+    sparkline."""
     rows = []
-    for _, result in order:
+    for result in ranked(data.results):
         metric = key_metric(result)
         trend = trends.get((result["check"], str(result["target"]), metric)) if metric else None
         value = (result.get("metrics") or {}).get(metric) if metric else None
@@ -157,6 +160,7 @@ def table_rows(data: ReportData, trends: Mapping[tuple[str, str, str], Trend]) -
                 "rows": format_number(result.get("rows")),
                 "failing_rows": format_number(result.get("failing_rows")),
                 "reason": result.get("reason") or "",
+                "importance": importance_text(result),
             }
         )
     return rows

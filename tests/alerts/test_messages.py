@@ -183,3 +183,92 @@ def test_thread_state_lists_open_incidents_worst_first_then_resolved() -> None:
         monitor="m", incidents=[incident(str(i), "open", "high") for i in range(40)], last_batch="b"
     )
     assert len(many["blocks"]) == 3 and "…and 30 more open" in many["blocks"][2]["text"]["text"]
+
+
+def _graded(check: str, target: str, severity: str, share: float | None = None) -> dict[str, Any]:
+    """A stored drift result with its evidence, shares and (for a feature) its importance."""
+    row = result(check, target, severity, metrics={"psi": 0.5, "psi_bound": 0.45})
+    row["evidence"] = {"psi": {"estimate": 0.5, "noise": "scaled_chi2", "scale": 0.001, "df": 8.0}}
+    row["details"] = {"edges": [0, 1], "reference_shares": [0.3, 0.4, 0.3], "current_shares": [0.2, 0.3, 0.5]}
+    if share is not None:
+        row["details"]["importance"] = {"share": share, "rank": 21 - int(share * 100), "of": 21}
+    return row
+
+
+def test_prediction_drift_is_listed_first_and_features_by_importance() -> None:
+    """Twenty high features in column order and the prediction's drift last: the prediction's drift
+    leads the message, the features follow by importance, the least important are the ones counted."""
+    results = [_graded("drift.numeric", f"X{i}", "high", share=(i + 1) / 100) for i in range(20)]
+    results.append(_graded("drift.prediction", "score", "high"))
+    changes = [
+        IncidentChange(
+            kind="opened",
+            incident_id=i,
+            check=r["check"],
+            target=r["target"],
+            severity="high",
+            previous_severity=None,
+            result=r,
+        )
+        for i, r in enumerate(results)
+    ]
+    message = build_message(monitor="credit", batch_id="b1", changes=changes, results=results)
+    texts = _sections(message)
+    assert texts[1] == (
+        ":red_circle: *[HIGH] drift.prediction · score: opened*\n"
+        "share of rows with score &gt; 1: batch 50% vs reference 30%, "
+        "psi 0.5 (bound 0.45; high threshold 0.3)\n"
+        "rows 1000"
+    )
+    # X19 has the largest share (20%, rank 1), then X18, ...; ten listed in all, the other 11 counted.
+    assert texts[2].startswith(
+        ":red_circle: *[HIGH] drift.numeric · X19: opened · importance 20% (rank 1 of 21)*"
+    )
+    listed = [t.split("*")[1].split(":")[0] for t in texts[1:11]]
+    assert listed == ["[HIGH] drift.prediction · score"] + [
+        f"[HIGH] drift.numeric · X{i}" for i in range(19, 10, -1)
+    ]
+    assert "…and 11 more opened or escalated" in texts
+
+
+def test_fairness_lines_compare_the_index_and_do_not_count_failing_rows() -> None:
+    row = result(
+        "fairness.statistical_parity",
+        "SEX",
+        "high",
+        metrics={
+            "disparity_change": 0.25,
+            "value": 0.26,
+            "reference_value": 0.01,
+            "disparity_change_bound": 0.21,
+        },
+        thresholds={"disparity_change": [0.05, 0.1, 0.2]},
+    )
+    row.update(failing_rows=2000, rows=2000)
+    row["evidence"] = {"disparity_change": {"estimate": 0.25, "noise": "normal", "scale": 0.02}}
+    assert metric_lines(row) == [
+        "disparity: batch 0.26 vs reference 0.01, change +0.25 (bound +0.21; high threshold +0.2)",
+        "rows 2000",
+    ]
+
+
+def test_long_comparison_lines_are_cut_and_slack_limits_hold() -> None:
+    results = [
+        _graded("drift.numeric", f"feature_{i:03d}" + "x" * 600, "high", share=0.01) for i in range(30)
+    ]
+    changes = [
+        IncidentChange(
+            kind="opened",
+            incident_id=i,
+            check=r["check"],
+            target=r["target"],
+            severity="high",
+            previous_severity=None,
+            result=r,
+        )
+        for i, r in enumerate(results)
+    ]
+    message = build_message(monitor="m", batch_id="b", changes=changes, results=results)
+    assert all(len(line) <= 280 for r in results for line in metric_lines(r))
+    assert len(message["blocks"]) <= 50
+    assert all(len(text) <= 3000 for text in _sections(message)) and len(message["text"]) <= 3000

@@ -182,3 +182,60 @@ def test_demo_names_the_worst_batch() -> None:
     assert worst_run(runs)["batch_id"] == "b"
     assert worst_run([*runs, run("d", "high", ["high", "high"])])["batch_id"] == "d"
     assert worst_run([]) is None
+
+
+def _ranked_summary() -> dict:
+    """A finished run (not stored): three drifted features in column order, the prediction's drift
+    last, each feature with its importance and every result with its evidence."""
+
+    def drift(check: str, target: str, share: float | None = None, rank: int = 0) -> dict:
+        details: dict = {
+            "edges": [0, 1],
+            "reference_shares": [0.3, 0.4, 0.3],
+            "current_shares": [0.2, 0.3, 0.5],
+        }
+        if share is not None:
+            details["importance"] = {"share": share, "rank": rank, "of": 3, "method": "permutation"}
+        return {
+            "check": check,
+            "target": target,
+            "status": "ok",
+            "severity": "high",
+            "metrics": {"psi": 0.9, "psi_bound": 0.8},
+            "thresholds": {"psi": [0.1, 0.2, 0.3]},
+            "rows": 1000,
+            "failing_rows": None,
+            "model_impact": None,
+            "details": details,
+            "reason": "psi 0.9, lower bound 0.8 ≥ high threshold 0.3",
+            "evidence": {"psi": {"estimate": 0.9, "noise": "scaled_chi2", "scale": 0.001, "df": 8.0}},
+        }
+
+    results = [
+        drift("drift.numeric", "AGE", 0.1, 3),
+        drift("drift.numeric", "LIMIT_BAL", 0.6, 1),
+        drift("drift.numeric", "PAY_0", 0.3, 2),
+        drift("drift.prediction", "score"),
+    ]
+    return {
+        "monitor": "credit",
+        "batch_id": "b1",
+        "batch_time": "2024-05-01T00:00:00+00:00",
+        "rows": 1000,
+        "status": "failed",
+        "worst_severity": "high",
+        "results": results,
+    }
+
+
+def test_sections_and_findings_come_in_rank_order_with_comparison_and_importance() -> None:
+    page = render_html(from_summary(_ranked_summary()))
+    sections = re.findall(r'<section class="check \w+" id="check-([\w-]+)"', page)
+    assert sections == ["drift-prediction", "drift-numeric"]
+    targets = re.findall(r'<span class="target">([^<]+)</span>', page)
+    assert targets == ["score", "LIMIT_BAL", "PAY_0", "AGE"]
+    comparison = "batch 50% vs reference 30%, psi 0.9 (bound 0.8; high threshold 0.3)"
+    assert f'<p class="comparison">share of rows with LIMIT_BAL &gt; 1: {comparison}</p>' in page
+    assert '<span class="importance">importance 60% (rank 1 of 3)</span>' in page
+    table = page.split('id="results"')[1]
+    assert [t for t in re.findall(r"<tr><td>[\w.]+</td><td>(\w+)", table)] == targets

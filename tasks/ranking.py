@@ -1,0 +1,86 @@
+"""What matters first: the one order in which alerts and the report list results.
+
+Worst severity first; within a severity, what the model outputs and how well it does (prediction,
+score and label drift, performance, fairness) before feature-level checks; then the features the model
+relies on most (their stored importance, see `tasks.importance`); then the run's own order. Results that
+did not run (skipped, error) come last.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from driftline.checks import registry
+from driftline.checks.base import Check
+from driftline.checks.custom import is_import_path
+from driftline.checks.errors import CheckInputError
+from driftline.checks.result import severity_rank
+
+T = TypeVar("T")
+
+# Drift of what the model outputs (or of its label), ranked with the model-level checks.
+OUTPUT_DRIFT = frozenset({"drift.prediction", "drift.predicted_label", "drift.label", "drift.label_psi"})
+MODEL_FAMILIES = frozenset({"performance", "fairness"})
+IMPORTANCE_KEY = "importance"  # the details key of a feature's importance (`tasks.importance`)
+
+
+def known_check(check: str) -> type[Check] | None:
+    """The class of a registered or catalog check; None for another name. A stored name is data: one
+    that looks like `module:Class` is never imported."""
+    if is_import_path(check):
+        return None
+    try:
+        return registry.get(check)
+    except CheckInputError:
+        return None
+
+
+def _family(check: str) -> str:
+    """A check's family from the catalog, or the first part of its name for one the catalog lacks."""
+    known = known_check(check)
+    return known.family if known is not None else check.split(".", 1)[0]
+
+
+def model_level(check: str) -> bool:
+    """Whether `check` judges the model's outputs or performance rather than one input feature."""
+    return check in OUTPUT_DRIFT or _family(check) in MODEL_FAMILIES
+
+
+def stored_importance(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The importance a stored result carries (see `tasks.importance.attach_importance`); None when it
+    has none, or a malformed one."""
+    value = (result.get("details") or {}).get(IMPORTANCE_KEY)
+    if not isinstance(value, Mapping):
+        return None
+    share, rank, of = value.get("share"), value.get("rank"), value.get("of")
+    if not isinstance(share, (int, float)) or not math.isfinite(share):
+        return None
+    if not isinstance(rank, int) or not isinstance(of, int):
+        return None
+    return {"share": float(share), "rank": rank, "of": of}
+
+
+def importance_text(result: Mapping[str, Any]) -> str:
+    """`importance 31% (rank 1 of 21)`, or "" for a result without importance."""
+    value = stored_importance(result)
+    if value is None:
+        return ""
+    return f"importance {100 * value['share']:.3g}% (rank {value['rank']} of {value['of']})"
+
+
+def rank_key(result: Mapping[str, Any]) -> tuple[int, int, float]:
+    """Sort key of one result (smaller first): severity, model-level before feature-level, importance."""
+    graded = result.get("status", "ok") == "ok"
+    severity = severity_rank(result.get("severity") or "none") if graded else -1
+    importance = stored_importance(result)
+    share = importance["share"] if importance is not None else -1.0
+    return -severity, 0 if model_level(str(result["check"])) else 1, -share
+
+
+def ranked(items: Iterable[T], result_of: Callable[[T], Mapping[str, Any]] | None = None) -> list[T]:
+    """`items` in rank order (stable: equal keys keep their order); `result_of` gives an item's result
+    dict (the item itself by default)."""
+    read = result_of or (lambda item: item)  # type: ignore[assignment,return-value]
+    return sorted(items, key=lambda item: rank_key(read(item)))
