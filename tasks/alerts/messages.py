@@ -17,6 +17,7 @@ from urllib.parse import quote
 from driftline.checks.result import SEVERITIES, format_number, severity_rank, worst_severity
 from driftline.tasks.alerts.incidents import IncidentChange
 from driftline.tasks.comparison import comparison_line
+from driftline.tasks.diagnosis import diagnose
 from driftline.tasks.ranking import importance_text, ranked
 from driftline.tasks.safe_text import printable
 
@@ -168,11 +169,15 @@ def _blocks(
     errors: Sequence[str],
     run_url: str | None,
     report_url: str | None = None,
+    causes: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     header = f"{SEVERITY_EMOJI[worst]} {monitor}: worst severity {worst}"
+    batch = f"*Batch* `{escape(batch_id)}` · {_counts(changes)}"
+    if causes:
+        batch += "\n:mag: *Likely cause*\n" + "\n".join(f"• {escape(c)}" for c in _limited(causes, "causes"))
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": clip(header, HEADER_LIMIT), "emoji": True}},
-        _mrkdwn(f"*Batch* `{escape(batch_id)}` · {_counts(changes)}"),
+        _mrkdwn(batch),
         {"type": "divider"},
     ]
     alerting = _alerting(changes)
@@ -213,8 +218,10 @@ def _text(
     errors: Sequence[str],
     run_url: str | None,
     report_url: str | None = None,
+    causes: Sequence[str] = (),
 ) -> str:
     lines = [f"driftline: {monitor}, batch {batch_id}: worst severity {worst} ({_counts(changes)})"]
+    lines.extend(f"Likely cause: {c}" for c in _limited(causes, "causes"))
     alerting = _alerting(changes)
     for change in alerting[:MAX_LISTED]:
         lines.append(_headline(change))
@@ -241,13 +248,15 @@ def build_message(
     run_url: str | None = None,
     report_url: str | None = None,
 ) -> dict[str, Any]:
-    """`{"text": fallback, "blocks": [...]}` for one run; `results` give the worst severity and errors."""
+    """`{"text": fallback, "blocks": [...]}` for one run; `results` give the worst severity, errors and
+    the likely cause of each target with a fault signature (`tasks.diagnosis`), shown first."""
     graded = [r["severity"] for r in results if r["status"] == "ok"]
     worst = worst_severity(graded or [c.severity for c in changes])
     errors = _errors(results)
+    causes = [d.line for d in diagnose(results)]
     return {
-        "text": _text(monitor, batch_id, worst, changes, errors, run_url, report_url),
-        "blocks": _blocks(monitor, batch_id, worst, changes, errors, run_url, report_url),
+        "text": _text(monitor, batch_id, worst, changes, errors, run_url, report_url, causes),
+        "blocks": _blocks(monitor, batch_id, worst, changes, errors, run_url, report_url, causes),
     }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from driftline.checks.result import format_number
 from driftline.tasks.comparison import comparison_line
+from driftline.tasks.diagnosis import diagnose
 from driftline.tasks.ranking import importance_text, ranked
 from driftline.tasks.report.figures import (
     Picture,
@@ -179,6 +180,7 @@ def page_context(data: ReportData, *, window: int = 10, k: float = 3.0) -> dict[
         "batch_time": data.batch_time.strftime("%Y-%m-%d %H:%M UTC") if data.batch_time else "",
         "counts": data.severity_counts(),
         "sections": sections(data, trends),
+        "diagnoses": diagnose(data.results),
         "table": table_rows(data, trends),
         "previous": before,
         "next": after,

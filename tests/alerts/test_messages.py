@@ -272,3 +272,26 @@ def test_long_comparison_lines_are_cut_and_slack_limits_hold() -> None:
     assert all(len(line) <= 280 for r in results for line in metric_lines(r))
     assert len(message["blocks"]) <= 50
     assert all(len(text) <= 3000 for text in _sections(message)) and len(message["text"]) <= 3000
+
+
+def test_the_likely_cause_comes_first_escaped_for_slack() -> None:
+    unit = result("abnormal.out_of_range", "<b>LIMIT_BAL", "high", metrics={"failing_share": 1.0})
+    unit["details"] = {
+        "reference_range": [10000.0, 1000000.0],
+        "batch_range": [10.0, 1000.0],
+        "reference_median": 140000.0,
+        "batch_median": 140.0,
+    }
+    changes = [_change("opened", "abnormal.out_of_range", "<b>LIMIT_BAL", "high")]
+    message = build_message(monitor="credit", batch_id="b7", changes=changes, results=[unit])
+    batch_section = message["blocks"][1]["text"]["text"]
+    assert batch_section.splitlines()[1:] == [
+        ":mag: *Likely cause*",
+        "• &lt;b&gt;LIMIT_BAL: all values ~1000× smaller than the reference (median 140 against "
+        "140,000) — looks like a unit change",
+    ]
+    assert (
+        unescape(message["text"]).splitlines()[1].startswith("Likely cause: <b>LIMIT_BAL: all values ~1000×")
+    )
+    clean = build_message(monitor="credit", batch_id="b7", changes=changes, results=[])
+    assert "Likely cause" not in clean["text"] and len(clean["blocks"]) == len(message["blocks"])

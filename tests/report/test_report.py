@@ -239,3 +239,27 @@ def test_sections_and_findings_come_in_rank_order_with_comparison_and_importance
     assert '<span class="importance">importance 60% (rank 1 of 3)</span>' in page
     table = page.split('id="results"')[1]
     assert [t for t in re.findall(r"<tr><td>[\w.]+</td><td>(\w+)", table)] == targets
+
+
+def test_likely_causes_open_the_report_and_a_clean_run_has_none() -> None:
+    run = _ranked_summary()
+    page = render_html(from_summary(run))
+    assert "Likely causes" not in page
+    nulls = {
+        "check": "abnormal.nulls",
+        "target": "<i>EDUCATION",
+        "status": "ok",
+        "severity": "high",
+        "metrics": {"null_rate_increase": 1.0, "reference_null_rate": 0.002},
+        "thresholds": {"null_rate_increase": [0.01, 0.05, 0.1]},
+        "rows": 1000,
+        "failing_rows": 1000,
+        "model_impact": None,
+        "details": {"null_rate": 1.0},
+        "reason": "every value null",
+    }
+    run["results"].append(nulls)
+    page = render_html(from_summary(run))
+    causes = page.split('<section class="causes">')[1].split("</section>")[0]
+    assert "<b>&lt;i&gt;EDUCATION</b>: every value is null (reference 0.2%)" in causes
+    assert page.index('<section class="causes">') < page.index('id="check-')
