@@ -31,6 +31,7 @@ END_TO_END_PATHS = (
     "tests/deploy/",
     "tests/packaging/",
     "tests/report/test_browser.py",
+    "tests/site/test_browser.py",
     "tests/faults/test_runs_twice.py",
     "tests/faults/test_old_batch_incidents.py",
     "tests/faults/test_slack_faults.py",
