@@ -22,7 +22,11 @@ def export_expectations(
     ] = None,
     verify: Annotated[
         bool,
-        typer.Option("--verify", help="Load the suite with Great Expectations and validate the reference."),
+        typer.Option(
+            "--verify",
+            help="Load the suite with Great Expectations and validate the reference (scored by the "
+            "monitor's model, if any, as the suite describes it).",
+        ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -30,24 +34,19 @@ def export_expectations(
     json_mode(as_json)
     from driftline.checks.errors import CheckInputError
     from driftline.tasks.expectations_export import export_from_spec, validate_suite
+    from driftline.tasks.model import ModelError
     from driftline.tasks.sources import SourceError
     from driftline.tasks.spec import SpecError, load_spec
 
     try:
-        spec = load_spec(spec_path)
-        suite = export_from_spec(spec, name)
-    except (SpecError, SourceError, CheckInputError) as exc:
+        exported = export_from_spec(load_spec(spec_path), name)
+    except (SpecError, SourceError, CheckInputError, ModelError) as exc:
         fail(str(exc))
+    suite = exported.suite
     text = json.dumps(suite, indent=2, allow_nan=False) + "\n"
     summary = {"suite": suite["name"], "expectations": len(suite["expectations"]), "output": None}
     if verify:
-        from driftline.tasks.steps import load_reference, source_args
-
-        try:
-            reference = load_reference(*source_args(spec, spec.reference, "reference"))
-        except (SpecError, SourceError) as exc:
-            fail(str(exc))
-        summary["reference_validation"] = validate_suite(suite, reference)
+        summary["reference_validation"] = validate_suite(suite, exported.reference)
     if output is None:
         if as_json:
             print_json({**summary, "suite_json": suite})
@@ -83,11 +82,12 @@ def _exit_on_failed_validation(summary: dict) -> None:
 def _report_validation(summary: dict, stderr: bool) -> None:
     """One line on how the reference validates; the failed expectations, if any."""
     from driftline.flows.cli_common import errors
+    from driftline.flows.render import plain
 
     outcome = summary["reference_validation"]
     out = errors if stderr else console
     out.print(f"reference: {outcome['successful']}/{outcome['evaluated']} expectations pass")
     for failed in outcome["failed"]:
-        out.print(
-            f"  failed: {failed['type']} on {failed['column']} ({failed['unexpected_percent']}% unexpected)"
-        )
+        share = failed["unexpected_percent"]
+        unexpected = "" if share is None else f" ({share}% unexpected)"
+        out.print(f"  failed: {failed['type']} on {plain(failed['column'])}{unexpected}", highlight=False)

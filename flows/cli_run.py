@@ -98,29 +98,41 @@ def evaluate(
             "--param", "-p", help="key=value: a check parameter or a column role (label=COL, numeric=[a,b])."
         ),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="MODULE:ATTR",
+            help="The model that scores both files first (a fitted estimator, or a callable returning one; "
+            "the module is looked up in the working directory, then among installed packages).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run checks on two files, without Prefect, and print their results. Two Parquet files are read a
-    group of columns at a time (progress on standard error); a CSV file is read whole."""
+    group of columns at a time (progress on standard error); a CSV file is read whole. With --model,
+    both files are scored first, as a monitor run scores its reference and batch (docs/model.md)."""
     json_mode(as_json)
     from driftline.checks.columns import split_roles
     from driftline.checks.errors import CheckInputError
     from driftline.tasks.evaluate import evaluate as evaluate_tables
     from driftline.tasks.evaluate import evaluate_files
+    from driftline.tasks.model import ModelError
     from driftline.tasks.sources import PARQUET_SUFFIXES, SourceError, read_table
 
     def groups_done(done: int, total: int) -> None:
         errors.print(f"column groups evaluated: {done}/{total}", highlight=False)
 
     params, roles = split_roles(_parse_params(param or []))
-    options: dict[str, Any] = {"params": params, "columns": roles, "base_dir": Path.cwd()}
+    options: dict[str, Any] = {"params": params, "columns": roles, "base_dir": Path.cwd(), "model": model}
     try:
         if all(p.suffix.lower() in PARQUET_SUFFIXES for p in (reference, current)):
             progress = None if as_json else groups_done
             found = evaluate_files(check, reference, current, progress=progress, **options)
         else:
             found = evaluate_tables(check, read_table(reference), read_table(current), **options)
-    except (CheckInputError, SourceError) as exc:
+    except (CheckInputError, SourceError, ModelError) as exc:
         fail(str(exc))
     results = [r.to_dict() for r in found]
     if as_json:

@@ -4,13 +4,18 @@ plan and driver as a monitor run (`driftline evaluate` and the Airflow check ope
 `evaluate_files` does the same on two Parquet files without holding either: feature drift is evaluated
 a group of columns at a time, each group a job of the plan whose worker reads only its columns, so that
 a table of a thousand columns costs (workers × group) columns of memory, not the table.
+
+With a model (an estimator or its `module:attribute` import path), the reference and the current table
+are scored before any check runs, as a monitor run scores its reference and batch (`tasks/model.py`):
+the model fills the prediction and score roles the data do not carry, and checks that call the model
+are given it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,14 @@ from driftline.checks.result import CheckResult
 from driftline.checks.runner import Screened, feature_targets, screen
 from driftline.tasks.alerts.config import AlertConfig
 from driftline.tasks.driver import CheckJob, Driver
+from driftline.tasks.model import (
+    model_input_columns,
+    output_columns,
+    resolved_model,
+    roles_for_model,
+    score_frame,
+    with_model,
+)
 from driftline.tasks.plan import CheckPlan, Evaluation, PlannedCheck
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.sources import parquet_shape, read_parquet_columns, read_parquet_head, read_table
@@ -55,6 +68,7 @@ def evaluate(
     confidence: float = AlertConfig().confidence,
     base_dir: Path | None = None,
     driver: Driver | None = None,
+    model: Any = None,
 ) -> list[CheckResult]:
     """Every check's results on `current` against `reference`, graded together at `confidence`.
 
@@ -63,10 +77,15 @@ def evaluate(
     which the others are inferred from the reference. Each check runs as in a monitor run: isolated
     and limited as `execution` says (by default in a worker process with a 600 s limit), bad input
     and failures turned into `skipped` or `error` results. An unknown check or parameter raises
-    `CheckInputError`.
+    `CheckInputError`. `model` (an estimator, or its `module:attribute` path looked up in `base_dir`
+    first) scores both tables first; one that cannot be loaded or score them raises `ModelError`.
     """
-    configured = configured_checks(checks, params, base_dir)
-    roles = columns if isinstance(columns, Columns) else infer_columns(reference, columns)
+    model = resolved_model(model, base_dir)
+    configured = configured_checks(checks, params, base_dir, model)
+    roles = columns if isinstance(columns, Columns) else inferred_roles(reference, columns, model)
+    if model is not None:
+        reference, _ = score_frame(model, reference, roles)
+        current, roles = score_frame(model, current, roles)
     outcomes = frame_outcomes(configured, reference, current, roles, execution, driver or Driver())
     return grade_run([r for outcome in outcomes for r in outcome], confidence)
 
@@ -84,6 +103,7 @@ def evaluate_files(
     driver: Driver | None = None,
     group_columns: int = GROUP_COLUMNS,
     progress: Progress | None = None,
+    model: Any = None,
 ) -> list[CheckResult]:
     """`evaluate` on two Parquet files, in memory bounded by the columns the workers read at a time.
 
@@ -91,12 +111,16 @@ def evaluate_files(
     whole label column). Feature drift checks (`COLUMN_GROUP_CHECKS`) are evaluated `group_columns`
     features at a time, each group a job whose worker reads its features and the role columns from
     both files; `progress` is told after each round of `execution.workers` groups when there are more.
-    The other checks are evaluated on the whole files, read once all groups are done. The results are
-    `evaluate`'s on the two tables.
+    The other checks are evaluated on the whole files, read once all groups are done. A `model` scores
+    both files first, read in the columns it takes; its outputs are held beside the files and given to
+    every check with the columns it reads. The results are `evaluate`'s on the two tables.
     """
-    configured = configured_checks(checks, params, base_dir)
+    model = resolved_model(model, base_dir)
+    configured = configured_checks(checks, params, base_dir, model)
     files = ParquetPair.of(reference_path, current_path)
-    roles = columns if isinstance(columns, Columns) else files.roles(columns)
+    roles = columns if isinstance(columns, Columns) else files.roles(columns, model)
+    if model is not None:
+        files, roles = files.scored(model, roles)
     driver = driver or Driver()
     groups = ColumnGroups(files, roles, execution or ExecutionSpec(), group_columns)
     grouped = iter(groups.results([c for c in configured if in_column_groups(c)], driver, progress))
@@ -111,10 +135,20 @@ def in_column_groups(check: Check) -> bool:
 
 
 def configured_checks(
-    checks: Sequence[str | Check], params: Mapping[str, Any] | None, base_dir: Path | None
+    checks: Sequence[str | Check], params: Mapping[str, Any] | None, base_dir: Path | None, model: Any = None
 ) -> list[Check]:
-    """The checks as given, the named ones created with `params` (an unknown one raises)."""
-    return [c if isinstance(c, Check) else registry.create(c, dict(params or {}), base_dir) for c in checks]
+    """The checks as given, the named ones created with `params` (an unknown one raises), each given
+    `model` when it calls the model itself."""
+    return [
+        with_model(c if isinstance(c, Check) else registry.create(c, dict(params or {}), base_dir), model)
+        for c in checks
+    ]
+
+
+def inferred_roles(frame: pd.DataFrame, given: Mapping[str, Any] | None, model: Any) -> Columns:
+    """Roles `given`, the others inferred from `frame`; with a model, a declared prediction or score
+    column the frame lacks is the model's to fill."""
+    return roles_for_model(frame, given) if model is not None else infer_columns(frame, given)
 
 
 def frame_outcomes(
@@ -142,6 +176,8 @@ class ParquetPair:
     reference_columns: tuple[str, ...]
     current_columns: tuple[str, ...]
     rows: int
+    # The model's output columns for every row of (the reference, the current file), when scored.
+    outputs: tuple[pd.DataFrame, pd.DataFrame] | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, reference: Path, current: Path) -> ParquetPair:
@@ -151,21 +187,42 @@ class ParquetPair:
         cur_empty, rows = parquet_shape(current)
         return cls(reference, current, tuple(ref_empty.columns), tuple(cur_empty.columns), rows)
 
-    def roles(self, given: Mapping[str, Any] | None) -> Columns:
-        """Roles `given`, the others inferred from the reference's head; an inferred task from the
-        whole label column (a head may miss a class)."""
-        roles = infer_columns(read_parquet_head(self.reference, ROLE_HEAD_ROWS), given)
+    def roles(self, given: Mapping[str, Any] | None, model: Any = None) -> Columns:
+        """Roles `given`, the others inferred from the reference's head (see `inferred_roles`); an
+        inferred task from the whole label column (a head may miss a class)."""
+        roles = inferred_roles(read_parquet_head(self.reference, ROLE_HEAD_ROWS), given, model)
         if roles.label is None or roles.task is None or "task" in (given or {}):
             return roles
         label = read_parquet_columns(self.reference, [roles.label])[roles.label]
         return dataclasses.replace(roles, task=infer_task(label))
 
+    def scored(self, model: Any, roles: Columns) -> tuple[ParquetPair, Columns]:
+        """The pair holding the model's outputs for both files (each read in the columns the model
+        takes and the output columns it has), and the roles naming them, as `score_frame` gives."""
+        names = [*model_input_columns(model, roles), *output_columns(roles).values()]
+        read_reference, read_current = self.read(names)
+        reference, _ = score_frame(model, read_reference, roles)
+        current, roles = score_frame(model, read_current, roles)
+        outputs = (
+            reference.drop(columns=read_reference.columns),
+            current.drop(columns=read_current.columns),
+        )
+        return dataclasses.replace(self, outputs=outputs), roles
+
     def empty_frames(self) -> dict[str, pd.DataFrame]:
-        """Row-less frames with each file's columns, to screen a check against (`checks.runner.screen`)."""
+        """Row-less frames with each table's columns (the model's included), to screen a check against
+        (`checks.runner.screen`)."""
+        reference_outputs, current_outputs = self._output_names()
         return {
-            "batch": pd.DataFrame(columns=list(self.current_columns)),
-            "reference": pd.DataFrame(columns=list(self.reference_columns)),
+            "batch": pd.DataFrame(columns=[*self.current_columns, *current_outputs]),
+            "reference": pd.DataFrame(columns=[*self.reference_columns, *reference_outputs]),
         }
+
+    def _output_names(self) -> tuple[list[str], list[str]]:
+        """The model's output columns of (the reference, the current file); none when not scored."""
+        if self.outputs is None:
+            return [], []
+        return [str(c) for c in self.outputs[0].columns], [str(c) for c in self.outputs[1].columns]
 
     def outcomes(
         self, checks: Sequence[Check], roles: Columns, execution: ExecutionSpec | None, driver: Driver
@@ -174,13 +231,30 @@ class ParquetPair:
         if not checks:
             return []
         reference, current = read_table(self.reference), read_table(self.current)
+        if self.outputs is not None:
+            reference, current = _with(reference, self.outputs[0]), _with(current, self.outputs[1])
         return frame_outcomes(checks, reference, current, roles, execution, driver)
 
     def read(self, names: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(reference, current): the columns `names` that each file has."""
+        """(reference, current): the columns `names` that each file has, and the model's output
+        columns among `names` once scored."""
         reference = read_parquet_columns(self.reference, [n for n in names if n in self.reference_columns])
         current = read_parquet_columns(self.current, [n for n in names if n in self.current_columns])
-        return reference, current
+        if self.outputs is None:
+            return reference, current
+        reference_outputs, current_outputs = self.outputs
+        return (
+            _with(reference, reference_outputs[[c for c in reference_outputs.columns if c in names]]),
+            _with(current, current_outputs[[c for c in current_outputs.columns if c in names]]),
+        )
+
+
+def _with(frame: pd.DataFrame, outputs: pd.DataFrame) -> pd.DataFrame:
+    """`frame`, just read, with the model's output columns set beside its own, row for row (in place:
+    a copy of a whole file would double its memory)."""
+    for column in outputs.columns:
+        frame[column] = outputs[column].to_numpy()
+    return frame
 
 
 @dataclass(frozen=True)

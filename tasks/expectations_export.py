@@ -4,7 +4,9 @@ The suite is built from the same cached profiles the abnormal-input checks fit: 
 (`abnormal.out_of_range`), category vocabularies (`abnormal.unseen_categorical`), null rates
 (`abnormal.nulls`) and characters every value has (`abnormal.required_characters`), plus the label
 and model-output domains. Every expectation holds on the reference itself, so the suite validates the
-reference with 100 % success and flags a batch that leaves it. Writing the JSON needs no GX import;
+reference with 100 % success and flags a batch that leaves it. With `model:` the reference is scored
+first, as a run scores it: the suite then describes the model's output columns too, so it validates
+frames scored by the model (the suite's meta lists those columns). Writing the JSON needs no GX import;
 `validate_suite` loads it with GX (lazily imported) to prove it.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -175,25 +177,33 @@ def build_suite(
     return {"name": name, "expectations": expectations, "meta": {"driftline": info}, "notes": None}
 
 
-def export_from_spec(spec: MonitorSpec, name: str | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ReferenceSuite:
+    """A monitor's suite and the reference frame it was built from (scored when the spec has a model),
+    the frame `--verify` validates."""
+
+    suite: dict[str, Any]
+    reference: pd.DataFrame
+
+
+def export_from_spec(spec: MonitorSpec, name: str | None = None) -> ReferenceSuite:
     """The suite of a monitor's reference: loaded, scored (when the spec has a model) and profiled with
-    the monitor's profile cache, like a run does."""
+    the monitor's profile cache, like a run does; with the frame it describes."""
     from driftline.tasks.model import load_model
-    from driftline.tasks.reference import read_reference
+    from driftline.tasks.reference import inferred_roles, scored
     from driftline.tasks.steps import load_reference, source_args
 
     model = load_model(spec.model, spec.base_dir) if spec.model else None
-    load = partial(load_reference, *source_args(spec, spec.reference, "reference"))
-    reference, _, columns = read_reference(spec, load, model)
+    loaded = load_reference(*source_args(spec, spec.reference, "reference"))
+    reference, columns = scored(model, loaded, inferred_roles(spec, loaded))
     cache = ProfileCache(spec.state_dir / "profiles")
     source = str(spec.reference.path) if spec.reference.path else "sql"
-    return build_suite(
-        reference,
-        columns,
-        name or f"{spec.name}.reference",
-        cache=cache,
-        meta={"monitor": spec.name, "reference": source},
-    )
+    meta: dict[str, Any] = {"monitor": spec.name, "reference": source}
+    if model is not None:
+        added = [str(c) for c in reference.columns.difference(loaded.columns, sort=False)]
+        meta["model"] = {"import_path": spec.model, "columns": added}
+    suite = build_suite(reference, columns, name or f"{spec.name}.reference", cache=cache, meta=meta)
+    return ReferenceSuite(suite, reference)
 
 
 def validate_suite(suite: dict[str, Any], frame: pd.DataFrame) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from driftline.checks.columns import Columns, infer_columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.fingerprint import code_fingerprint, config_fingerprint, frame_fingerprint
 from driftline.tasks.files import write_cache_file
-from driftline.tasks.model import load_model, score_frame
+from driftline.tasks.model import load_model, roles_for_model, score_frame
 from driftline.tasks.spec import MonitorSpec, SpecError
 
 log = logging.getLogger(__name__)
@@ -172,9 +172,11 @@ class PreparedReference:
 
 
 def inferred_roles(spec: MonitorSpec, reference: pd.DataFrame) -> Columns:
-    """The spec's column roles completed by inference on the reference; a bad role is a spec error."""
+    """The spec's column roles completed by inference on the reference (with a model, the roles its
+    outputs fill are kept even where the reference lacks those columns); a bad role is a spec error."""
+    infer = roles_for_model if spec.model else infer_columns
     try:
-        return infer_columns(reference, spec.columns)
+        return infer(reference, spec.columns)
     except CheckInputError as exc:
         raise SpecError(f"{spec.name}: columns: {exc}") from None
 

@@ -9,7 +9,15 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from driftline.checks.result import severity_rank
 from driftline.tasks.alerts.config import AlertConfig
@@ -172,7 +180,9 @@ class ExecutionSpec(Strict):
 class MonitorSpec(Strict):
     """A monitor: where the data is, which checks to run, who to alert, when to retrain."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    # The name keys folders (`.driftline/reports/<name>/`): it needs a character other than a dot, so
+    # "." and ".." cannot leave them.
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     description: str = ""
     reference: Source
     batches: Source
@@ -212,6 +222,17 @@ class MonitorSpec(Strict):
             close = [m for key in unknown for m in difflib.get_close_matches(key, ROLE_KEYS, n=1)]
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise ValueError(f"unknown column role(s) {unknown}{hint}; known roles: {sorted(ROLE_KEYS)}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _predictions_have_a_column(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Every model predicts: the column its predictions are written to must be no other role's."""
+        from driftline.tasks.model import output_column_taken, output_conflict
+
+        other = output_column_taken(info.data.get("columns") or {}, "prediction") if value else None
+        if other:
+            raise ValueError(output_conflict("prediction", other))
         return value
 
     @field_validator("store_url")

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from driftline.checks.columns import Columns
-from driftline.flows import cli_export  # noqa: F401  (registers export-expectations on the app)
+from driftline.flows import cli_export  # registers export-expectations on the app
 from driftline.flows.cli import EXIT_USAGE, app
 from driftline.tasks.expectations_export import build_suite, export_from_spec, validate_suite
 from driftline.tasks.spec import load_spec
@@ -103,7 +103,7 @@ def test_suite_loads_with_gx_and_judges_reference_and_broken_batch():
 
 def test_demo_reference_passes_and_a_broken_demo_batch_fails_where_expected(demo_data: Path):
     spec = load_spec(demo_data)
-    suite = export_from_spec(spec)
+    suite = export_from_spec(spec).suite
     reference = pd.read_parquet(demo_data.parent / "data" / "reference.parquet")
     assert validate_suite(suite, reference)["success"] is True
     assert suite["meta"]["driftline"]["monitor"] == "acs-employment"
@@ -141,3 +141,55 @@ def test_cli_writes_a_suite_file_and_names_a_missing_spec(demo_data: Path, tmp_p
     missing = runner.invoke(app, ["export-expectations", str(tmp_path / "nope.yaml")])
     assert missing.exit_code == EXIT_USAGE
     assert "nope.yaml" in missing.output
+
+
+MODEL_SPEC = """
+name: scored
+reference: {path: reference.parquet}
+batches: {path: "batch_{batch}.parquet"}
+model: tests.tasks.model_fixture:load
+columns: {label: y, numeric: [a, b], categorical: []}
+checks: [performance.overall]
+"""
+
+
+def test_a_monitor_with_a_model_exports_and_verifies_its_scored_reference(tmp_path: Path):
+    """The suite describes the reference as a run sees it, the model's columns included; `--verify`
+    validates that same scored reference (the raw one lacks the model's columns)."""
+    from tests.tasks.model_fixture import load
+
+    rng = np.random.default_rng(3)
+    raw = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300)})
+    raw["y"] = (raw["a"] + raw["b"] > 0).astype(int)
+    raw.to_parquet(tmp_path / "reference.parquet")
+    (tmp_path / "monitor.yaml").write_text(MODEL_SPEC)
+    exported = export_from_spec(load_spec(tmp_path / "monitor.yaml"))
+    model = load()
+    expected_predictions = model.predict(raw[["a", "b"]].to_numpy())
+    np.testing.assert_array_equal(exported.reference["prediction"], expected_predictions)
+    assert exported.suite["meta"]["driftline"]["model"] == {
+        "import_path": "tests.tasks.model_fixture:load",
+        "columns": ["prediction", "score"],
+    }
+    kinds = by_kind(exported.suite)
+    assert kinds[("expect_column_values_to_be_in_set", "prediction")]["value_set"] == [0, 1]
+    assert ("expect_column_values_to_be_between", "score") in kinds
+    assert validate_suite(exported.suite, raw)["success"] is False  # the model's columns are missing
+
+    done = runner.invoke(app, ["export-expectations", str(tmp_path / "monitor.yaml"), "--verify", "--json"])
+    assert done.exit_code == 0, done.output
+    validation = json.loads(done.stdout)["reference_validation"]
+    assert validation["success"] is True and validation["successful"] == len(exported.suite["expectations"])
+
+
+def test_a_failed_expectation_without_a_share_is_reported_without_one(capsys):
+    summary = {
+        "reference_validation": {
+            "successful": 1,
+            "evaluated": 2,
+            "failed": [{"type": "expect_column_to_exist", "column": "[b]x", "unexpected_percent": None}],
+        }
+    }
+    cli_export._report_validation(summary, stderr=False)
+    printed = capsys.readouterr().out
+    assert "failed: expect_column_to_exist on [b]x" in printed and "None" not in printed

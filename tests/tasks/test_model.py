@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from driftline.checks.columns import Columns
-from driftline.tasks.model import ModelError, load_model, score_frame
+from driftline.checks.columns import Columns, infer_columns
+from driftline.checks.errors import CheckInputError
+from driftline.tasks.model import ModelError, load_model, roles_for_model, score_frame
 from tests.tasks.model_fixture import load
 
 COLS = Columns(numeric=("a", "b"), label="y")
@@ -22,11 +23,81 @@ def test_model_adds_prediction_and_score_columns() -> None:
     assert (columns.prediction, columns.score) == ("prediction", "score")
 
 
-def test_existing_predictions_are_kept() -> None:
-    frame = pd.DataFrame({"a": [1.0], "b": [2.0], "p": [0]})
-    cols = Columns(numeric=("a", "b"), prediction="p")
-    scored, columns = score_frame(load(), frame, cols)
-    assert scored is frame and columns is cols
+def test_the_data_s_predictions_are_kept_and_the_model_fills_the_score() -> None:
+    """A monitor that stores its predictions and names the model gets the model's score beside them."""
+    frame = pd.DataFrame({"a": [1.0, -2.0], "b": [2.0, 0.5], "p": [0, 0]})
+    scored, columns = score_frame(load(), frame, Columns(numeric=("a", "b"), prediction="p"))
+    np.testing.assert_array_equal(scored["p"], [0, 0])
+    np.testing.assert_allclose(scored["score"], load().predict_proba(frame[["a", "b"]].to_numpy())[:, 1])
+    assert (columns.prediction, columns.score) == ("p", "score")
+
+
+class Unusable:
+    """A model that must not be called: every output role is already in the data."""
+
+    def predict(self, inputs: object) -> None:
+        raise AssertionError("called")
+
+    predict_proba = predict
+
+
+def test_a_frame_carrying_every_output_is_not_scored() -> None:
+    frame = pd.DataFrame({"a": [1.0], "p": [0], "s": [0.2]})
+    cols = Columns(numeric=("a",), prediction="p", score="s")
+    scored, columns = score_frame(Unusable(), frame, cols)
+    assert scored is frame and columns == cols
+
+
+def test_a_declared_output_column_the_data_lack_is_filled_by_the_model_under_its_name() -> None:
+    """The reference may lack the predictions production stores: the model fills them, as `p`."""
+    frame = pd.DataFrame({"a": [1.0, -2.0, 0.5], "b": [0.5, -1.0, -3.0], "y": [1, 0, 0]})
+    given = {"label": "y", "prediction": "p", "score": "s"}
+    with pytest.raises(CheckInputError, match=r"\['p', 's'\] named in the column roles are not in the data"):
+        infer_columns(frame, given)
+    roles = roles_for_model(frame, given)
+    assert (roles.prediction, roles.score, roles.features) == ("p", "s", ("a", "b"))
+    scored, columns = score_frame(load(), frame, roles)
+    np.testing.assert_array_equal(scored["p"], load().predict(frame[["a", "b"]].to_numpy()))
+    np.testing.assert_allclose(scored["s"], load().predict_proba(frame[["a", "b"]].to_numpy())[:, 1])
+    assert columns == roles
+
+
+def test_a_declared_score_a_regressor_cannot_fill_is_named() -> None:
+    from sklearn.linear_model import LinearRegression
+
+    model = LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0])
+    frame = pd.DataFrame({"a": [0.5]})
+    with pytest.raises(ModelError, match=r"columns.score 's' is not in the data and the model \(model:\)"):
+        score_frame(model, frame, Columns(numeric=("a",), score="s"))
+    scored, columns = score_frame(model, frame, Columns(numeric=("a",)))
+    assert scored["prediction"].tolist() == pytest.approx([0.5]) and columns.score is None
+
+
+@pytest.mark.parametrize(
+    ("columns", "role", "other"),
+    [
+        (Columns(numeric=("a", "b"), ignore=("prediction",)), "prediction", "ignore"),
+        (Columns(numeric=("a", "b", "score")), "score", "numeric"),
+    ],
+)
+def test_a_model_output_column_another_role_names_is_refused(columns: Columns, role: str, other: str) -> None:
+    """The model (trained on `a` and `b` by name) must not overwrite a column that plays another role."""
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression().fit(pd.DataFrame({"a": [0.0, 1.0], "b": [1.0, 0.0]}), [0, 1])
+    frame = pd.DataFrame({"a": [1.0], "b": [0.0], "prediction": [1], "score": [0.3]})
+    message = rf"model: the model's {role} is written to column '{role}', which columns.{other} already names"
+    with pytest.raises(ModelError, match=message + rf".*columns.{role}"):
+        score_frame(model, frame, columns)
+
+
+def test_a_feature_named_score_is_no_conflict_for_a_model_without_scores() -> None:
+    from sklearn.linear_model import LinearRegression
+
+    model = LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0])
+    frame = pd.DataFrame({"score": [0.5, 2.0]})
+    scored, columns = score_frame(model, frame, Columns(numeric=("score",)))
+    assert scored["prediction"].tolist() == pytest.approx([0.5, 2.0]) and columns.score is None
 
 
 @pytest.mark.parametrize(

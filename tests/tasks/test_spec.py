@@ -52,6 +52,8 @@ def test_valid_spec_with_shorthand_and_relative_paths(tmp_path) -> None:
             r"reference: Value error, give exactly one",
         ),
         (VALID.replace("name: shop-churn", "name: shop churn!"), r"name: String should match pattern"),
+        (VALID.replace("name: shop-churn", "name: '..'"), r"name: String should match pattern"),
+        (VALID.replace("name: shop-churn", "name: '.'"), r"name: String should match pattern"),
         (VALID + "schedule: {cron: '61 * * * *'}\n", r"schedule.cron: Value error, Invalid cron string"),
         (VALID + "schedule: {timezone: Mars/Base}\n", r"schedule.timezone: Value error, Invalid timezone"),
         ("name: [unclosed\n", r"malformed YAML at line \d+"),
@@ -105,3 +107,22 @@ def test_a_misspelt_column_role_is_named_when_the_spec_loads(tmp_path) -> None:
     message = r"columns: Value error, unknown column role\(s\) \['lable'\] \(did you mean label\?\)"
     with pytest.raises(SpecError, match=message):
         load_spec(path)
+
+
+def test_a_model_may_be_combined_with_the_data_s_prediction_and_score(tmp_path) -> None:
+    """The data's columns fill the roles they name; the model fills the others (docs/model.md)."""
+    text = VALID.replace("{label: churned", "{label: churned, prediction: p, score: s") + "model: m:build\n"
+    spec = load_spec(write(tmp_path, text))
+    assert (spec.model, spec.columns["prediction"], spec.columns["score"]) == ("m:build", "p", "s")
+
+
+def test_a_model_whose_prediction_column_another_role_holds_is_named_when_the_spec_loads(tmp_path) -> None:
+    text = VALID.replace("{label: churned", "{label: churned, ignore: [prediction]") + "model: m:build\n"
+    message = (
+        r"model: Value error, the model's prediction is written to column 'prediction', which "
+        r"columns.ignore already names; name the model's column with columns.prediction"
+    )
+    with pytest.raises(SpecError, match=message):
+        load_spec(write(tmp_path, text))
+    named = text.replace("ignore: [prediction]", "ignore: [prediction], prediction: model_prediction")
+    assert load_spec(write(tmp_path, named)).columns["prediction"] == "model_prediction"
