@@ -150,7 +150,7 @@ def test_templated_fields() -> None:
     assert (
         DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id == "{{ data_interval_start | ds }}"
     )
-    assert {"check", "reference", "current", "check_params"} <= set(DriftlineCheckOperator.template_fields)
+    assert {"check", "reference", "current", "check_params", "model"} <= set(DriftlineCheckOperator.template_fields)
 
 
 # --- connections -------------------------------------------------------------------------------------
@@ -339,3 +339,47 @@ def test_check_operator_bad_input_and_fail_on(tables: tuple[pd.DataFrame, pd.Dat
             task_id="c", check="drift.numeric", check_params={"numeric": ["x"]}, fail_on="low", **files
         ).execute(ctx)
     assert ctx["ti"].pushed["return_value"][0]["target"] == "x"
+
+
+MODEL_MODULE = """
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+
+def build():
+    x = np.linspace(-2, 2, 200).reshape(-1, 1)
+    return LogisticRegression().fit(x, (x[:, 0] > 0.1).astype(int))
+"""
+
+
+def test_check_operator_scores_both_tables_with_a_model(
+    tables: tuple[pd.DataFrame, pd.DataFrame, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sklearn.metrics import accuracy_score
+
+    ref, cur, folder = tables
+    (folder / "operator_model.py").write_text(MODEL_MODULE)
+    monkeypatch.syspath_prepend(str(folder))
+    op = DriftlineCheckOperator(
+        task_id="check",
+        check="performance.overall",
+        reference=str(folder / "ref.parquet"),
+        current=str(folder / "cur.csv"),
+        columns={"numeric": ["x"], "label": "y"},
+        model="operator_model:build",
+    )
+    (accuracy,) = [r for r in op.execute(context()) if r["target"] == "accuracy"]
+    import operator_model
+
+    predicted = operator_model.build().predict(cur[["x"]].to_numpy())
+    assert accuracy["status"] == "ok"
+    assert accuracy["metrics"]["current"] == pytest.approx(accuracy_score(cur["y"], predicted))
+    with pytest.raises(AirflowFailException, match="operator_model:missing"):
+        DriftlineCheckOperator(
+            task_id="c",
+            check="performance.overall",
+            reference=str(folder / "ref.parquet"),
+            current=str(folder / "cur.csv"),
+            columns={"numeric": ["x"], "label": "y"},
+            model="operator_model:missing",
+        ).execute(context())

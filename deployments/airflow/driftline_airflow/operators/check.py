@@ -57,10 +57,13 @@ class DriftlineCheckOperator(BaseOperator):
         `numeric: [a, b]`), as `driftline evaluate --param`. (Named so to keep Airflow's own `params`.)
         Templated.
     :param columns: column roles, given apart from the check parameters (merged over them).
+    :param model: the model's `module:attribute` import path (an estimator, or a callable returning
+        one): both tables are scored first, so performance and fairness checks run on raw tables.
+        Templated.
     :param fail_on: fail the task when a result reaches this severity; default never.
     """
 
-    template_fields: Sequence[str] = ("check", "reference", "current", "check_params")
+    template_fields: Sequence[str] = ("check", "reference", "current", "check_params", "model")
     ui_color = "#e8f4f8"
 
     def __init__(
@@ -71,6 +74,7 @@ class DriftlineCheckOperator(BaseOperator):
         current: TableSource,
         check_params: Mapping[str, Any] | None = None,
         columns: Mapping[str, Any] | None = None,
+        model: str | None = None,
         fail_on: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -80,6 +84,7 @@ class DriftlineCheckOperator(BaseOperator):
         self.current = current
         self.check_params = dict(check_params or {})
         self.columns = dict(columns or {})
+        self.model = model
         self.fail_on = fail_on
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
@@ -97,7 +102,15 @@ class DriftlineCheckOperator(BaseOperator):
         try:
             reference = load_table(self.reference, "reference")
             current = load_table(self.current, "current")
-            found = evaluate(names, reference, current, params=params, columns=roles, execution=_in_task())
+            found = evaluate(
+                names,
+                reference,
+                current,
+                params=params,
+                columns=roles,
+                execution=_in_task(),
+                model=self.model or None,
+            )
         except (CheckInputError, SourceError, ValueError) as exc:
             raise AirflowFailException(str(exc)) from None
         results = [r.to_dict() for r in found]
