@@ -150,7 +150,8 @@ def test_templated_fields() -> None:
     assert (
         DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id == "{{ data_interval_start | ds }}"
     )
-    assert {"check", "reference", "current", "check_params", "model"} <= set(DriftlineCheckOperator.template_fields)
+    templated = set(DriftlineCheckOperator.template_fields)
+    assert {"check", "reference", "current", "check_params", "model"} <= templated
 
 
 # --- connections -------------------------------------------------------------------------------------
@@ -357,7 +358,7 @@ def test_check_operator_scores_both_tables_with_a_model(
 ) -> None:
     from sklearn.metrics import accuracy_score
 
-    ref, cur, folder = tables
+    _, cur, folder = tables
     (folder / "operator_model.py").write_text(MODEL_MODULE)
     monkeypatch.syspath_prepend(str(folder))
     op = DriftlineCheckOperator(
