@@ -36,6 +36,7 @@ CATALOG: dict[str, str] = {
     "attribution.auc": "driftline.checks.attribution",
     "attribution.compare": "driftline.checks.attribution",
     "attribution.pairs": "driftline.checks.attribution",
+    "data.summary": "driftline.checks.data_summary",
     "drift.bigrams": "driftline.checks.text.drift",
     "drift.categorical": "driftline.checks.drift",
     "drift.correlation": "driftline.checks.drift_relations",

@@ -19,16 +19,19 @@ import pandas as pd
 from driftline.checks import registry
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
+from driftline.checks.data_summary import DataSummary
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import missing_role
 from driftline.tasks.attribution_plots import write_figures
 from driftline.tasks.driver import CheckJob, Driver
+from driftline.tasks.model import with_model
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.reference import LazyReference
 from driftline.tasks.spec import CheckSpec, ExecutionSpec, MonitorSpec
 from driftline.tasks.steps import evaluate_check
 
 SCHEMA_CHECK = "schema.columns"
+SUMMARY_CHECK = DataSummary.name
 WAITING_FOR_LABELS = "the batch has no labels yet: this check runs when they land (see `labels:`)"
 log = logging.getLogger(__name__)
 
@@ -64,18 +67,21 @@ class CheckPlan:
 
     @classmethod
     def from_spec(cls, spec: MonitorSpec, model: Any = None, arrive_later: str | None = None) -> CheckPlan:
-        """The schema check first (unless listed; told that the `arrive_later` label lands later), then
-        the spec's checks in order; checks that call the model themselves are given `model`."""
+        """The schema check first (unless listed; told that the `arrive_later` label lands later), the
+        data summary after it (unless listed or the spec turns it off), then the spec's checks in order;
+        checks that call the model themselves are given `model`."""
         entries: list[tuple[str, dict[str, Any], CheckSpec | None]] = [
             (e.check, e.check_params(), e) for e in spec.checks
         ]
-        if all(name != SCHEMA_CHECK for name, _, _ in entries):
+        listed = {name for name, _, _ in entries}
+        if SCHEMA_CHECK not in listed:
             entries.insert(0, (SCHEMA_CHECK, {"arrive_later": [arrive_later]} if arrive_later else {}, None))
+        if spec.summary and SUMMARY_CHECK not in listed:
+            after_schema = 1 + next(i for i, (name, _, _) in enumerate(entries) if name == SCHEMA_CHECK)
+            entries.insert(after_schema, (SUMMARY_CHECK, {}, None))
         planned = []
         for name, params, entry in entries:
-            check = registry.create(name, params, spec.base_dir)
-            if model is not None and hasattr(check, "attach_model"):
-                check.attach_model(model)
+            check = with_model(registry.create(name, params, spec.base_dir), model)
             timeout = entry.timeout_s if entry is not None and entry.timeout_s else None
             planned.append(PlannedCheck(check, check_label(check, entry), timeout))
         return cls(tuple(planned), spec.execution)

@@ -192,6 +192,9 @@ class MonitorSpec(Strict):
     columns: dict[str, Any] = Field(default_factory=dict)
     model: str | None = Field(None, description="`package.module:callable` returning a fitted estimator")
     checks: list[CheckSpec]
+    summary: bool = Field(
+        True, description="a data summary of every column (data.summary) with each run; false leaves it out"
+    )
     fail_on: Severity = "high"
     alerts: AlertConfig = Field(default_factory=AlertConfig)
     retrain: RetrainSpec | None = None

@@ -20,6 +20,7 @@ from driftline.tasks.history.models import Run
 from driftline.tasks.history.query import HISTORY_COLUMNS, latest_results, read_history
 from driftline.tasks.history.store import NO_METRIC
 from driftline.tasks.ranking import ranked
+from driftline.tasks.report.summary import SUMMARY_CHECK
 
 RUNS: Table = Run.__table__  # type: ignore[assignment]
 DEFAULT_RUNS = 30
@@ -54,10 +55,14 @@ class ReportData:
         ]
         return ranked(hits)
 
+    def verdicts(self) -> list[dict[str, Any]]:
+        """The results that judge the batch: all but the data summary's (described, never graded)."""
+        return [r for r in self.results if r["check"] != SUMMARY_CHECK]
+
     def severity_counts(self) -> dict[str, int]:
-        """How many `ok` results reached each severity, plus `skipped` and `error` counts."""
+        """How many `ok` verdicts reached each severity, plus `skipped` and `error` counts."""
         counts = dict.fromkeys([*SEVERITIES, "skipped", "error"], 0)
-        for r in self.results:
+        for r in self.verdicts():
             counts[r["severity"] if r["status"] == "ok" else r["status"]] += 1
         return counts
 

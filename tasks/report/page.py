@@ -22,6 +22,7 @@ from driftline.tasks.report.figures import (
     trend_svg,
 )
 from driftline.tasks.report.gather import ReportData
+from driftline.tasks.report.summary import summary_section
 from driftline.tasks.report.trends import Trend, baseline_bands, graded_metrics, key_metric
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ def table_rows(data: ReportData, trends: Mapping[tuple[str, str, str], Trend]) -
     """Every result in rank order (those that did not run last), with its key metric and that metric's
     sparkline."""
     rows = []
-    for result in ranked(data.results):
+    for result in ranked(data.verdicts()):
         metric = key_metric(result)
         trend = trends.get((result["check"], str(result["target"]), metric)) if metric else None
         value = (result.get("metrics") or {}).get(metric) if metric else None
@@ -181,6 +182,7 @@ def page_context(data: ReportData, *, window: int = 10, k: float = 3.0) -> dict[
         "counts": data.severity_counts(),
         "sections": sections(data, trends),
         "diagnoses": diagnose(data.results),
+        "summary": summary_section(data.results),
         "table": table_rows(data, trends),
         "previous": before,
         "next": after,

@@ -75,9 +75,9 @@ def test_a_run_keeps_times_out_of_drift(tmp_path: Path) -> None:
     }
     (tmp_path / "monitor.yaml").write_text(yaml.safe_dump(spec))
     summary = run_monitor(load_spec(tmp_path / "monitor.yaml"), "b1", alerts=False, retrain=False)
-    targets = {
-        (r["check"], r["target"]) for r in summary.to_dict()["results"] if r["check"] != "schema.columns"
-    }
+    results = {(r["check"], r["target"]) for r in summary.to_dict()["results"]}
+    targets = {(c, t) for c, t in results if c not in ("schema.columns", "data.summary")}
     assert ("drift.categorical", "grade") in targets and ("drift.numeric", "amount") in targets
     assert not {target for _, target in targets} & set(TIMES)
+    assert {t for c, t in results if c == "data.summary"} >= set(TIMES)  # described, never graded
     assert summary.status == "passed"

@@ -34,6 +34,7 @@ def test_model_calling_checks_run_in_the_monitor(text_spec: Path) -> None:
     by_check = {r["check"]: r for r in summary.to_dict()["results"]}
     assert {c: r["status"] for c, r in by_check.items()} == {
         "schema.columns": "ok",
+        "data.summary": "ok",
         "drift.unigrams": "ok",
         "attack.char_swap": "ok",
         "transform.lower": "ok",

@@ -121,6 +121,7 @@ def test_a_new_check_reads_the_reference_once_for_its_profile(tmp_path: Path, re
     assert len(reads) == 2
     assert {r["check"]: r["status"] for r in summary.to_dict()["results"]} == {
         "schema.columns": "ok",
+        "data.summary": "ok",
         "drift.numeric": "ok",
         "abnormal.out_of_range": "ok",
         "run.drifted_features": "ok",
