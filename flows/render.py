@@ -13,6 +13,7 @@ from rich.text import Text
 from driftline.checks.result import format_number
 from driftline.tasks.comparison import comparison_line
 from driftline.tasks.ranking import importance_text, ranked
+from driftline.tasks.report.summary import SUMMARY_CHECK
 from driftline.tasks.result_rows import format_metrics
 from driftline.tasks.safe_text import printable
 
@@ -108,8 +109,12 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
         f"{plain(summary['monitor'])} · batch {plain(summary['batch_id'])} · {summary['rows']} rows · "
         f"{summary['status'].upper()} (worst severity {summary['worst_severity']})"
     )
-    console.print(results_table(summary["results"], title=title, show_ok=show_ok))
-    print_diagnoses(console, summary["results"])
+    described = [r for r in summary["results"] if r["check"] == SUMMARY_CHECK]
+    verdicts = [r for r in summary["results"] if r["check"] != SUMMARY_CHECK]
+    console.print(results_table(verdicts, title=title, show_ok=show_ok))
+    print_diagnoses(console, verdicts)
+    if described:
+        console.print(f"data summary: {len(described)} column(s) described (in the report)", highlight=False)
     console.print(f"history: {plain(summary['stored'])}")
     alerts = summary.get("alerts") or {}
     if alerts:

@@ -1,0 +1,55 @@
+"""The run printed on the terminal: verdicts in rank order, the likely causes under them, the data
+summary counted rather than listed."""
+
+from __future__ import annotations
+
+import io
+
+from driftline.flows.render import SafeConsole, print_summary
+
+
+def result(check: str, target: str, severity: str = "none", **extra: object) -> dict:
+    return {
+        "check": check,
+        "target": target,
+        "status": "ok",
+        "severity": severity,
+        "metrics": {},
+        "thresholds": {},
+        "rows": 100,
+        "failing_rows": None,
+        "model_impact": None,
+        "details": {},
+        "reason": None,
+        **extra,
+    }
+
+
+def printed(results: list[dict]) -> str:
+    out = io.StringIO()
+    summary = {
+        "monitor": "m",
+        "batch_id": "b",
+        "rows": 100,
+        "status": "failed",
+        "worst_severity": "high",
+        "results": results,
+        "stored": "sqlite",
+    }
+    print_summary(SafeConsole(file=out, width=200), summary)
+    return out.getvalue()
+
+
+def test_verdicts_are_listed_the_summary_counted_and_the_cause_named() -> None:
+    nulls = result(
+        "abnormal.nulls",
+        "EDUCATION",
+        "high",
+        metrics={"reference_null_rate": 0.0},
+        details={"null_rate": 1.0},
+    )
+    text = printed([nulls, result("data.summary", "AGE"), result("data.summary", "EDUCATION")])
+    assert "data.summary" not in text
+    assert "data summary: 2 column(s) described (in the report)" in text
+    assert "likely cause: EDUCATION: every value is null (reference 0%)" in text
+    assert text.index("abnormal.nulls") < text.index("likely cause:")
