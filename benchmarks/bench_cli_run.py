@@ -102,7 +102,9 @@ def main() -> None:
         ("driftline evaluate --check drift.numeric", evaluated, evaluated / floor),
         ("driftline run --engine prefect (temporary server)", prefect, prefect / floor),
     ]
-    print(f"demo monitor, batch {BATCH} (6,000 rows, 17 checks), profiles cached; best of {args.repeat}")
+    print(
+        f"demo monitor, batch {BATCH} (6,000 rows, the demo's checks), profiles cached; best of {args.repeat}"
+    )
     print(f"load average at the start: {load:.2f}")
     print(table(rows, ("command", "wall s", "× floor")))
 

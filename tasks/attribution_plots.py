@@ -7,15 +7,13 @@ module costs nothing and concurrent tasks do not share a figure.
 
 from __future__ import annotations
 
-import importlib
 import io
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from driftline.checks.base import Check
 from driftline.checks.result import CheckResult
 from driftline.tasks.files import write_private_file
 
@@ -123,21 +121,6 @@ def segment_tree_png(details: Mapping[str, Any]) -> bytes:
 
 # Result details that carry a figure, and the function that draws it.
 FIGURES = {"tree": segment_tree_png, "matrix": cross_matrix_png}
-# What drawing them imports: a run that draws them imports these once before its workers fork.
-PLOTTING_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg")
-
-
-def draws_figures(check: type[Check]) -> bool:
-    """Whether a check's results carry a figure drawn here (its declared metrics say so)."""
-    return any(metric.figure in FIGURES for metric in check.declared_metrics.values())
-
-
-def preload_plotting(checks: Iterable[Check]) -> None:
-    """Import the plotting stack once in this process when a check will draw figures in a worker
-    forked from it (each worker would import it again otherwise)."""
-    if any(draws_figures(type(check)) for check in checks):
-        for module in PLOTTING_MODULES:
-            importlib.import_module(module)
 
 
 def figure_name(*parts: str) -> str:

@@ -2,14 +2,16 @@
 
 The core (`driftline.tasks.pipeline`) calls a driver for everything that differs between engines:
 how an I/O step runs (here: in-process with the shared retry policy), how the checks fan out (here:
-a thread pool, each check in its own worker process), how a partitioned batch's partitions are mapped
-(here: a process pool, or a Dask cluster), where logs go, how retraining starts and how the run
-report is published. An orchestrator subclasses `Driver` and overrides what it does its own way.
+a few forked workers, each computing checks one after another within each check's own limits), how
+a partitioned batch's partitions are mapped (here: a process pool, or a Dask cluster), where logs go,
+how retraining starts and how the run report is published. An orchestrator subclasses `Driver` and
+overrides what it does its own way.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from typing import Any, Literal, TypeVar
 from driftline.checks.base import Check
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import failure_result
-from driftline.tasks.isolation import fork_available, run_isolated
+from driftline.tasks.isolation import Lane, fork_available, run_isolated
 from driftline.tasks.retrain import RetrainRequest, trigger_plain
 from driftline.tasks.spec import MonitorSpec
 from driftline.tasks.steps import IO_RETRIES
@@ -39,14 +41,29 @@ class CheckJob:
     timeout_s: float | None = None
     memory_mb: int | None = None
 
+    @property
+    def forks(self) -> bool:
+        """Whether the check is evaluated in a worker process (else in the calling thread)."""
+        return self.isolation == "process" and fork_available()
+
     def run(self) -> list[CheckResult]:
-        """The check's results; a timeout or a dead worker becomes an `error` result, never a lost check."""
+        """The check's results, in a worker of its own; a timeout or a dead worker becomes an `error`
+        result, never a lost check."""
+        if not self.forks:
+            return self._settled(self.evaluate)
+        return self._settled(
+            lambda: run_isolated(
+                self.evaluate, timeout_s=self.timeout_s, memory_mb=self.memory_mb, label=self.label
+            )
+        )
+
+    def run_in(self, lane: Lane, index: int) -> list[CheckResult]:
+        """The check's results computed by `lane`, whose calls hold this job's `evaluate` at `index`."""
+        return self._settled(lambda: lane.compute(index, timeout_s=self.timeout_s, memory_mb=self.memory_mb))
+
+    def _settled(self, compute: Callable[[], list[CheckResult]]) -> list[CheckResult]:
         try:
-            if self.isolation == "process" and fork_available():
-                return run_isolated(
-                    self.evaluate, timeout_s=self.timeout_s, memory_mb=self.memory_mb, label=self.label
-                )
-            return self.evaluate()
+            return compute()
         except Exception as exc:
             return self.failed(exc)
 
@@ -90,10 +107,35 @@ class Driver:
         return IO_RETRIES.call(fn, *args)
 
     def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[CheckResult]]:
-        """Every job's results, in job order, `workers` at a time, slow starters started first."""
-        order = started_first(jobs)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftline-check") as pool:
-            done = dict(zip(order, pool.map(CheckJob.run, [jobs[i] for i in order]), strict=True))
+        """Every job's results, in job order, `workers` at a time, slow starters started first. Each
+        of `workers` threads serves one lane (a forked worker computing its jobs one after another,
+        each within the job's own limits; forked anew after a job that stopped it), so a run of many
+        cheap checks forks a few workers, not one per check."""
+        pending: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in started_first(jobs):
+            pending.put(i)
+        done: dict[int, list[CheckResult]] = {}
+        calls = [job.evaluate for job in jobs]
+
+        def serve() -> None:
+            lane: Lane | None = None
+            try:
+                while (i := _next(pending)) is not None:
+                    job = jobs[i]
+                    if not job.forks:
+                        done[i] = job.run()
+                        continue
+                    if lane is None or lane.closed:
+                        lane = Lane(calls, "checks")
+                    done[i] = job.run_in(lane, i)
+            finally:
+                if lane is not None:
+                    lane.close()
+
+        threads = max(1, min(workers, len(jobs)))
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="driftline-check") as pool:
+            for future in [pool.submit(serve) for _ in range(threads)]:
+                future.result()
         return [done[i] for i in range(len(jobs))]
 
     def map_partitions(
@@ -125,6 +167,14 @@ class Driver:
 
     def publish(self, summary: dict[str, Any], figures: list[Path]) -> None:
         """Publish the run report where the engine shows it; the plain engine has the files only."""
+
+
+def _next(pending: queue.SimpleQueue[int]) -> int | None:
+    """The next job index to run, or None when every job is taken."""
+    try:
+        return pending.get_nowait()
+    except queue.Empty:
+        return None
 
 
 def _on_dask(client: Any, fn: Callable[[Any, Any], T], partitions: Sequence[Any], work: Any) -> Iterator[T]:

@@ -26,7 +26,7 @@ from driftline.checks.errors import CheckInputError
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.checks.schema import stopping_problems
 from driftline.checks.slice_codes import SliceCodes, sharing_codes
-from driftline.tasks.attribution_plots import drawn_figures, preload_plotting
+from driftline.tasks.attribution_plots import drawn_figures
 from driftline.tasks.context import RunContext, RunOptions
 from driftline.tasks.drift_overview import drift_overview
 from driftline.tasks.driver import CheckJob, Driver
@@ -211,7 +211,6 @@ def _evaluate(context: RunContext, batch: Batch) -> RunSummary:
     evaluation = Evaluation(current, columns, reference, ref_hash, cache, figure_dir, awaited is not None)
     evaluation.read_reference_if_fitting(plan)
     jobs = schema_first(plan.jobs(evaluation), len(current))
-    preload_plotting(p.check for p in plan.checks)
     with sharing_codes(current) as shared:
         share_slice_codes(shared, evaluation.fitting(plan), cache, columns, ref_hash)
         results = [r for outcome in driver.fan_out(jobs, spec.execution.workers) for r in outcome]

@@ -18,20 +18,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, unquote_plus
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select
+from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import NullPool
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 from driftline.tasks.files import create_private_file
 
@@ -39,6 +37,10 @@ ENV_VAR = "DRIFTLINE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///driftline.db"
 # Shipped as package data; Alembic reads it as a folder, which an installed wheel always has.
 MIGRATIONS_DIR = Path(str(resources.files("driftline.tasks") / "migrations"))
+# The newest migration (a test compares it with the scripts) and the table Alembic records it in: an
+# up-to-date store is recognised without importing Alembic.
+HEAD_REVISION = "0005"
+VERSION_TABLE = "alembic_version"
 
 # How long a SQLite writer waits for another writer's lock before failing (seconds).
 SQLITE_BUSY_TIMEOUT = 30.0
@@ -322,15 +324,25 @@ def _require_tables(engine: Engine, url: str) -> None:
     raise StoreUnavailable(f"{problem} (record a monitor run into it first, or set --db or {ENV_VAR})")
 
 
+def stored_revisions(conn: Connection) -> set[str]:
+    """The schema revisions Alembic recorded in the store (none for a new one)."""
+    if not inspect(conn).has_table(VERSION_TABLE):
+        return set()
+    return {row[0] for row in conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}"))}
+
+
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Upgrade the schema to `revision`, in one transaction, serialised against concurrent migrators.
 
-    The current revision is read first without locking, so opening an up-to-date store stays cheap.
+    The current revision is read first without locking and without Alembic, so opening an up-to-date
+    store stays cheap.
     """
     if revision == "head":
         with engine.connect() as conn:
-            if set(MigrationContext.configure(conn).get_current_heads()) == set(_script().get_heads()):
+            if stored_revisions(conn) == {HEAD_REVISION}:
                 return
+    from alembic import command
+
     migrator = _migration_engine(engine)
     try:
         with _ALEMBIC_LOCK, migrator.begin() as conn:
@@ -344,16 +356,12 @@ def migrate(engine: Engine, revision: str = "head") -> None:
 
 def alembic_config(connection: Connection) -> Config:
     """An Alembic configuration of the history migrations that runs on `connection` (no alembic.ini)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = connection
     return config
-
-
-@cache
-def _script() -> ScriptDirectory:
-    """The migration scripts (parsed once per process)."""
-    return ScriptDirectory(str(MIGRATIONS_DIR))
 
 
 def _create_engine(url: str) -> Engine:

@@ -5,17 +5,18 @@ subset picture's direction is the one its check declares for the subset value, n
 the numbers.
 
 Each `*_data` function turns a result's details into the numbers a picture shows (tested against
-independent computations); each `*_svg` function draws them with matplotlib (a figure object of its
-own, no pyplot state) and returns an SVG data URI, so the page needs no file and no network.
+independent computations); each `*_svg` function draws them as hand-written SVG on a `Chart` (no
+plotting library: a report costs milliseconds, not the import and layout of one) and returns an SVG
+data URI, so the page needs no file and no network. Every text from data is escaped.
 """
 
 from __future__ import annotations
 
 import base64
-import io
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,18 +41,14 @@ SEVERITY_COLOURS = {
 THRESHOLD_COLOURS = ("#f2b300", "#ef6c00", "#c62828")
 MAX_CATEGORIES = 10
 MAX_SUBSETS = 12
-STYLE = {
-    "svg.fonttype": "none",
-    "font.size": 8,
-    "axes.titlesize": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.edgecolor": "#555555",
-    "axes.grid": True,
-    "grid.color": "#e6e6e6",
-    "grid.linewidth": 0.6,
-    "legend.frameon": False,
-}
+INK = "#222222"
+AXIS_COLOUR = "#555555"
+GRID_COLOUR = "#e6e6e6"
+FONT = "Helvetica, Arial, sans-serif"
+FONT_PX = 11  # tick labels, legends and axis labels; titles are a pixel larger
+CHAR_PX = 6.2  # average width of a character at FONT_PX, to size margins and legends
+PX_PER_INCH = 100  # the figure sizes below are in inches, as the report's layout was designed
+TICKS = 5
 
 
 @dataclass(frozen=True)
@@ -62,41 +59,232 @@ class Picture:
     uri: str
 
 
-def _figure(width: float = 5.4, height: float = 2.9, left: float = 0.65, bottom: float = 0.5) -> Any:
-    """A figure with fixed margins in inches (a layout engine would cost a second draw per figure)."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height))
-    figure.subplots_adjust(
-        left=left / width, right=1 - 0.15 / width, bottom=bottom / height, top=1 - 0.35 / height
-    )
-    return figure
+def _e(text: object) -> str:
+    """Text or attribute value, escaped for XML."""
+    return escape(str(text), quote=True)
 
 
-def _svg_uri(figure: Any) -> str:
-    """The figure as a base64 SVG data URI (text kept as text, no timestamp)."""
-    import matplotlib
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
+def nice_ticks(low: float, high: float, count: int = TICKS) -> list[float]:
+    """About `count` round tick values (steps of 1, 2 or 5 times a power of ten) within [low, high]."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return [low] if math.isfinite(low) else []
+    raw = (high - low) / count
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1.0, 2.0, 5.0, 10.0) if m * power >= raw * (1 - 1e-9))
+    first = math.ceil(low / step - 1e-9)
+    last = math.floor(high / step + 1e-9)
+    return [round(i * step, 12) for i in range(first, last + 1)]
 
-    FigureCanvasSVG(figure)
-    buffer = io.BytesIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "driftline"}):
-        figure.savefig(buffer, format="svg", metadata={"Date": None})
-    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+def tick_label(value: float, ticks: Sequence[float]) -> str:
+    """A tick's label with as many decimals as the ticks' step needs."""
+    step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else abs(value) or 1.0
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    return f"{value:.{decimals}f}"
 
 
-def _styled(draw: Any) -> Any:
-    """Run a drawing function under the report's matplotlib style."""
+def percent_label(value: float, ticks: Sequence[float]) -> str:
+    """A share's tick label in percent (no decimals, as the shares differ by whole percents)."""
+    return f"{value:.0%}"
 
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        import matplotlib
 
-        with matplotlib.rc_context(STYLE):
-            return draw(*args, **kwargs)
+def padded(low: float, high: float, share: float = 0.05) -> tuple[float, float]:
+    """[low, high] widened by `share` of its span on each side (one unit when it is a point)."""
+    if high - low < 1e-12:
+        return low - 1.0, high + 1.0
+    margin = (high - low) * share
+    return low - margin, high + margin
 
-    wrapped.__doc__ = draw.__doc__
-    wrapped.__name__ = draw.__name__
-    return wrapped
+
+def finite_span(*values: Iterable[float]) -> tuple[float, float]:
+    """The smallest and largest finite value of all `values` ((0, 1) when there is none)."""
+    finite = [float(v) for seq in values for v in seq if v is not None and math.isfinite(v)]
+    return (min(finite), max(finite)) if finite else (0.0, 1.0)
+
+
+@dataclass
+class Chart:
+    """An SVG picture with a rectangular plot area and linear scales from data to pixels: marks are
+    given in data units, labels and legends in pixels. Sizes are in inches (`PX_PER_INCH`)."""
+
+    width: float
+    height: float
+    left: float
+    bottom: float
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+    top: float = 0.55
+    right: float = 0.15
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def area(self) -> tuple[float, float, float, float]:
+        """The plot area in pixels: left, top, right and bottom edges."""
+        return (
+            self.left * PX_PER_INCH,
+            self.top * PX_PER_INCH,
+            (self.width - self.right) * PX_PER_INCH,
+            (self.height - self.bottom) * PX_PER_INCH,
+        )
+
+    def x(self, value: float) -> float:
+        """The pixel column of a data value on the x axis."""
+        x0, _, x1, _ = self.area
+        low, high = self.x_range
+        return x0 + (x1 - x0) * (value - low) / (high - low)
+
+    def y(self, value: float) -> float:
+        """The pixel row of a data value on the y axis (up is larger)."""
+        _, y0, _, y1 = self.area
+        low, high = self.y_range
+        return y1 - (y1 - y0) * (value - low) / (high - low)
+
+    def add(self, element: str) -> None:
+        self.parts.append(element)
+
+    def box(self, x0: float, x1: float, y0: float, y1: float, colour: str, opacity: float = 1.0) -> None:
+        """A filled rectangle between two data values on each axis."""
+        left, right = sorted((self.x(x0), self.x(x1)))
+        top, bottom = sorted((self.y(y0), self.y(y1)))
+        fade = f' fill-opacity="{opacity:g}"' if opacity < 1 else ""
+        self.add(
+            f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" height="{bottom - top:.1f}" '
+            f'fill="{colour}"{fade}/>'
+        )
+
+    def line(
+        self, points: Iterable[tuple[float, float]], colour: str, width: float = 1.0, dash: str = ""
+    ) -> None:
+        """A polyline through data points (non-finite points break it into runs)."""
+        for run in _runs(points):
+            coordinates = " ".join(f"{self.x(x):.1f},{self.y(y):.1f}" for x, y in run)
+            dashes = f' stroke-dasharray="{dash}"' if dash else ""
+            self.add(
+                f'<polyline points="{coordinates}" fill="none" stroke="{colour}" stroke-width="{width:g}" '
+                f'stroke-linejoin="round"{dashes}/>'
+            )
+
+    def dot(self, x: float, y: float, colour: str, radius: float = 2.5, outline: str = "") -> None:
+        """A filled circle at a data point (none at a non-finite one)."""
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return
+        ring = f' stroke="{outline}" stroke-width="0.8"' if outline else ""
+        self.add(f'<circle cx="{self.x(x):.1f}" cy="{self.y(y):.1f}" r="{radius:g}" fill="{colour}"{ring}/>')
+
+    def text(
+        self,
+        x: float,
+        y: float,
+        text: str,
+        *,
+        anchor: str = "start",
+        size: float = FONT_PX,
+        colour: str = INK,
+        rotate: float = 0.0,
+    ) -> None:
+        """Text at a pixel position (escaped)."""
+        turn = f' transform="rotate({rotate:g} {x:.1f} {y:.1f})"' if rotate else ""
+        self.add(
+            f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:g}" fill="{colour}" '
+            f'text-anchor="{anchor}"{turn}>{_e(text)}</text>'
+        )
+
+    def x_axis(
+        self,
+        ticks: Sequence[tuple[float, str]],
+        label: str,
+        rotate: float = 0.0,
+    ) -> None:
+        """Vertical grid lines and labels at the x ticks, the axis line and its label (a line each)."""
+        x0, y0, x1, y1 = self.area
+        for value, text in ticks:
+            px = self.x(value)
+            self.add(
+                f'<line x1="{px:.1f}" y1="{y0:.1f}" x2="{px:.1f}" y2="{y1:.1f}" stroke="{GRID_COLOUR}"/>'
+            )
+            if rotate:
+                self.text(px, y1 + 14, text, anchor="end", rotate=rotate)
+            else:
+                self.text(px, y1 + 14, text, anchor="middle")
+        self.add(f'<line x1="{x0:.1f}" y1="{y1:.1f}" x2="{x1:.1f}" y2="{y1:.1f}" stroke="{AXIS_COLOUR}"/>')
+        bottom = self.height * PX_PER_INCH
+        lines = label.split("\n") if label else []
+        for i, text in enumerate(lines):
+            self.text((x0 + x1) / 2, bottom - 6 - 14 * (len(lines) - 1 - i), text, anchor="middle")
+
+    def y_axis(self, ticks: Sequence[tuple[float, str]], label: str = "", grid: bool = True) -> None:
+        """Horizontal grid lines (or none, for category rows) and labels at the y ticks, the axis line
+        and its label, turned along the axis."""
+        x0, y0, x1, y1 = self.area
+        for value, text in ticks:
+            py = self.y(value)
+            if grid:
+                self.add(
+                    f'<line x1="{x0:.1f}" y1="{py:.1f}" x2="{x1:.1f}" y2="{py:.1f}" stroke="{GRID_COLOUR}"/>'
+                )
+            self.text(x0 - 5, py + 4, text, anchor="end")
+        self.add(f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x0:.1f}" y2="{y1:.1f}" stroke="{AXIS_COLOUR}"/>')
+        if label:
+            self.text(12, (y0 + y1) / 2, label, anchor="middle", rotate=-90)
+
+    def titles(self, title: str, right: str = "") -> None:
+        """The title on the first line above the plot area, an optional note at its right."""
+        x0, _, x1, _ = self.area
+        self.text(x0, 16, title, size=FONT_PX + 1)
+        if right:
+            self.text(x1, 16, right, anchor="end", size=FONT_PX - 1, colour=AXIS_COLOUR)
+
+    def legend(self, entries: Sequence[tuple[str, str, str]]) -> None:
+        """One row of (label, colour, kind) entries under the title; kind is `box`, `line`,
+        `dashed`, `dotted` or `marker` (a line with a dot)."""
+        x, y = self.area[0], 34.0
+        for text, colour, kind in entries:
+            if kind == "box":
+                self.add(f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="14" height="9" fill="{colour}"/>')
+            else:
+                dash = {"dashed": ' stroke-dasharray="5 3"', "dotted": ' stroke-dasharray="1.5 2"'}.get(
+                    kind, ""
+                )
+                self.add(
+                    f'<line x1="{x:.1f}" y1="{y - 3.5:.1f}" x2="{x + 14:.1f}" y2="{y - 3.5:.1f}" '
+                    f'stroke="{colour}" stroke-width="1.8"{dash}/>'
+                )
+                if kind == "marker":
+                    self.add(f'<circle cx="{x + 7:.1f}" cy="{y - 3.5:.1f}" r="2.5" fill="{colour}"/>')
+            self.text(x + 18, y, text)
+            x += 30 + CHAR_PX * len(text)
+
+    def uri(self) -> str:
+        """The picture as a base64 SVG data URI."""
+        width, height = self.width * PX_PER_INCH, self.height * PX_PER_INCH
+        svg = (
+            '<?xml version="1.0" encoding="utf-8"?>\n'
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="{FONT}">'
+            f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>'
+            + "".join(self.parts)
+            + "</svg>"
+        )
+        return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode()
+
+
+def _runs(points: Iterable[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """Runs of consecutive finite points."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for x, y in points:
+        if math.isfinite(x) and math.isfinite(y):
+            runs[-1].append((x, y))
+        elif runs[-1]:
+            runs.append([])
+    return [run for run in runs if run]
+
+
+def value_ticks(
+    low: float, high: float, label: Callable[[float, Sequence[float]], str] = tick_label
+) -> list[tuple[float, str]]:
+    """Round ticks within [low, high] with their labels."""
+    ticks = nice_ticks(low, high)
+    return [(t, label(t, ticks)) for t in ticks]
 
 
 # --- numeric drift: reference vs batch histogram ------------------------------------------------------
@@ -164,42 +352,33 @@ def histogram_data(details: Mapping[str, Any], rows: int | None) -> Histogram:
     )
 
 
-@_styled
 def drift_histogram_svg(result: Mapping[str, Any]) -> str:
     """Reference vs batch histogram (densities on the check's own bins) of a numeric drift result."""
     hist = histogram_data(result["details"], result.get("rows"))
-    figure = _figure()
-    axes = figure.add_subplot()
-    left, widths = hist.edges[:-1], hist.widths
-    axes.bar(
-        left,
-        hist.density(hist.reference_counts),
-        widths,
-        align="edge",
-        color=REFERENCE_COLOUR,
-        alpha=0.55,
-        label=f"reference ({hist.reference_counts.sum():,} rows)",
+    reference, current = hist.density(hist.reference_counts), hist.density(hist.current_counts)
+    top = max(float(reference.max(initial=0.0)), float(current.max(initial=0.0))) * 1.05 or 1.0
+    chart = Chart(
+        5.4, 2.9, left=0.65, bottom=0.5, x_range=(hist.edges[0], hist.edges[-1]), y_range=(0.0, top)
     )
-    axes.stairs(
-        hist.density(hist.current_counts),
-        hist.edges,
-        color=BATCH_COLOUR,
-        linewidth=1.8,
-        label=f"batch ({hist.current_counts.sum():,} rows)",
-    )
-    axes.set_xlabel(result["target"])
-    axes.set_ylabel("share per unit")
-    axes.set_title(_metric_title(result), loc="left")
-    axes.legend(loc="best")
+    chart.y_axis(value_ticks(0.0, top), "share per unit")
+    chart.x_axis(value_ticks(hist.edges[0], hist.edges[-1]), str(result["target"]))
+    for low, high, density in zip(hist.edges[:-1], hist.edges[1:], reference, strict=True):
+        chart.box(low, high, 0.0, density, REFERENCE_COLOUR, opacity=0.55)
+    steps = [(hist.edges[0], 0.0)]
+    for low, high, density in zip(hist.edges[:-1], hist.edges[1:], current, strict=True):
+        steps += [(low, density), (high, density)]
+    chart.line([*steps, (hist.edges[-1], 0.0)], BATCH_COLOUR, width=1.8)
     outside = result["details"].get("out_of_range_share")
-    if outside:
-        axes.set_title(
-            f"{outside:.1%} of the batch outside the reference range",
-            loc="right",
-            fontsize=7,
-            color="#555555",
-        )
-    return _svg_uri(figure)
+    chart.titles(
+        _metric_title(result), f"{outside:.1%} of the batch outside the reference range" if outside else ""
+    )
+    chart.legend(
+        [
+            (f"reference ({hist.reference_counts.sum():,} rows)", REFERENCE_COLOUR, "box"),
+            (f"batch ({hist.current_counts.sum():,} rows)", BATCH_COLOUR, "line"),
+        ]
+    )
+    return chart.uri()
 
 
 # --- categorical drift: category bars -----------------------------------------------------------------
@@ -213,24 +392,29 @@ def category_data(details: Mapping[str, Any]) -> list[tuple[str, float, float]]:
     ]
 
 
-@_styled
 def category_bars_svg(result: Mapping[str, Any]) -> str:
     """Reference vs batch share of the categories that moved most (largest change on top)."""
     rows = category_data(result["details"])
-    figure = _figure(height=max(2.2, 1.1 + 0.26 * len(rows)), left=_label_margin(n for n, _, _ in rows))
-    axes = figure.add_subplot()
-    y = np.arange(len(rows))[::-1]
-    ref = [r for _, r, _ in rows]
-    cur = [c for _, _, c in rows]
-    axes.barh(y + 0.2, ref, 0.4, color=REFERENCE_COLOUR, label="reference")
-    axes.barh(y - 0.2, cur, 0.4, color=BATCH_COLOUR, label="batch")
-    axes.set_yticks(y, [name for name, _, _ in rows])
-    axes.xaxis.set_major_formatter(_percent())
-    axes.set_xlabel("share of rows")
-    axes.set_ylabel(result["target"])
-    axes.set_title(_metric_title(result))
-    axes.legend(loc="lower right")
-    return _svg_uri(figure)
+    top = max((max(r, c) for _, r, c in rows), default=0.0) * 1.05 or 1.0
+    chart = Chart(
+        5.4,
+        max(2.2, 1.3 + 0.26 * len(rows)),
+        left=_label_margin(n for n, _, _ in rows),
+        bottom=0.5,
+        x_range=(0.0, top),
+        y_range=(-0.5, len(rows) - 0.5),
+    )
+    chart.x_axis(value_ticks(0.0, top, percent_label), "share of rows")
+    slots = range(len(rows))[::-1]  # the first row on top
+    for y, (_, reference, current) in zip(slots, rows, strict=True):
+        chart.box(0.0, reference, y, y + 0.4, REFERENCE_COLOUR)
+        chart.box(0.0, current, y - 0.4, y, BATCH_COLOUR)
+    chart.y_axis(
+        [(y, name) for y, (name, _, _) in zip(slots, rows, strict=True)], str(result["target"]), grid=False
+    )
+    chart.titles(_metric_title(result))
+    chart.legend([("reference", REFERENCE_COLOUR, "box"), ("batch", BATCH_COLOUR, "box")])
+    return chart.uri()
 
 
 # --- subsets: worst subsets with the overall line -----------------------------------------------------
@@ -258,7 +442,6 @@ def subset_data(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], float 
     return subsets[:MAX_SUBSETS], float(result["metrics"]["overall_value"]), better_high
 
 
-@_styled
 def subset_bars_svg(result: Mapping[str, Any]) -> str:
     """The worst subsets' batch values (95% intervals, graded ones coloured) with each subset's
     reference value as a tick, or with the whole batch's value as a line in the audit comparison; the
@@ -267,37 +450,53 @@ def subset_bars_svg(result: Mapping[str, Any]) -> str:
     metric = result["details"].get("metric", "value")
     better = "higher is better" if better_high else "lower is better"
     labels = [f"{s['subset']}  (n={s['rows']:,})" for s in subsets]
-    figure = _figure(height=max(2.4, 1.25 + 0.26 * len(subsets)), left=_label_margin(labels), bottom=0.65)
-    axes = figure.add_subplot()
-    y = np.arange(len(subsets))[::-1]
-    values = [s["value"] for s in subsets]
-    errors = [
-        1.96 * (s.get("std_error") or 0.0) if math.isfinite(s.get("std_error") or 0.0) else 0.0
-        for s in subsets
-    ]
-    colours = [REFERENCE_COLOUR if s.get("not_graded") else BATCH_COLOUR for s in subsets]
-    axes.barh(y, values, 0.6, xerr=errors, color=colours, error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+    values = [float(s["value"]) for s in subsets]
+    errors = [_interval(s) for s in subsets]
+    references = [float(s["reference_value"]) if _has_reference_value(s) else math.nan for s in subsets]
+    span = finite_span(
+        [0.0],
+        [v - e for v, e in zip(values, errors, strict=True)],
+        [v + e for v, e in zip(values, errors, strict=True)],
+        references if overall is None else [overall],
+    )
+    low, high = padded(*span)
+    chart = Chart(
+        5.4,
+        max(2.4, 1.3 + 0.26 * len(subsets)),
+        left=_label_margin(labels),
+        bottom=0.65,
+        top=0.4,
+        x_range=(0.0 if span[0] >= 0 else low, high),
+        y_range=(-0.5, len(subsets) - 0.5),
+    )
     if overall is None:
-        pairs = zip(y, subsets, strict=True)
-        ticks = [(yi, s["reference_value"]) for yi, s in pairs if _has_reference_value(s)]
-        axes.scatter([v for _, v in ticks], [yi for yi, _ in ticks], marker="|", s=180, color="#222222")
-        axes.set_xlabel(
+        label = (
             f"{metric} per subset in the batch ({better})\n95% intervals; |: the same subset in the reference"
         )
     else:
-        axes.axvline(overall, color="#222222", linestyle="--", linewidth=1.2)
-        axes.annotate(
-            f"whole batch {overall:.3f}",
-            (overall, 1.0),
-            xycoords=("data", "axes fraction"),
-            ha="left",
-            va="bottom",
-            fontsize=7,
+        label = f"{metric} per subset (95% interval; {better})"
+    chart.x_axis(value_ticks(*chart.x_range), label)
+    slots = range(len(subsets))[::-1]  # the worst subset on top
+    for y, subset, value, error, reference in zip(slots, subsets, values, errors, references, strict=True):
+        chart.box(
+            0.0, value, y - 0.3, y + 0.3, REFERENCE_COLOUR if subset.get("not_graded") else BATCH_COLOUR
         )
-        axes.set_xlabel(f"{metric} per subset (95% interval; {better})")
-    axes.set_yticks(y, labels)
-    axes.set_title(_metric_title(result))
-    return _svg_uri(figure)
+        if error > 0:
+            chart.line([(value - error, y), (value + error, y)], "#333333", width=0.8)
+        if overall is None:
+            chart.line([(reference, y - 0.4), (reference, y + 0.4)], INK, width=1.5)
+    if overall is not None:
+        chart.line([(overall, -0.5), (overall, len(subsets) - 0.5)], INK, width=1.2, dash="5 3")
+        chart.text(chart.x(overall) + 3, chart.area[1] - 3, f"whole batch {overall:.3f}", size=FONT_PX - 1)
+    chart.y_axis(list(zip(slots, labels, strict=True)), grid=False)
+    chart.titles(_metric_title(result))
+    return chart.uri()
+
+
+def _interval(subset: Mapping[str, Any]) -> float:
+    """Half the width of a subset value's 95% interval (0 when its standard error is unknown)."""
+    error = subset.get("std_error") or 0.0
+    return 1.96 * error if math.isfinite(error) else 0.0
 
 
 def _has_reference_value(subset: Mapping[str, Any]) -> bool:
@@ -316,44 +515,52 @@ def calibration_data(details: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray
     return centres, ref, cur
 
 
-@_styled
 def calibration_svg(result: Mapping[str, Any]) -> str:
     """Calibration curves: observed positive rate per score bin, reference vs batch, and the diagonal."""
     centres, ref, cur = calibration_data(result["details"])
-    figure = _figure(height=2.9)
-    axes = figure.add_subplot()
-    axes.plot([0, 1], [0, 1], color="#bbbbbb", linestyle=":", linewidth=1, label="perfectly calibrated")
-    axes.plot(centres, ref, "o-", color=REFERENCE_COLOUR, markersize=3, label="reference")
-    axes.plot(centres, cur, "o-", color=BATCH_COLOUR, markersize=3, label="batch")
-    axes.set_xlim(0, 1)
-    axes.set_ylim(0, 1)
-    axes.set_xlabel(f"score ({result['target']}) bin")
-    axes.set_ylabel("observed positive rate")
-    axes.set_title(_metric_title(result))
-    axes.legend(loc="upper left")
-    return _svg_uri(figure)
+    chart = Chart(5.4, 2.9, left=0.65, bottom=0.5, x_range=(0.0, 1.0), y_range=(0.0, 1.0))
+    chart.y_axis(value_ticks(0.0, 1.0), "observed positive rate")
+    chart.x_axis(value_ticks(0.0, 1.0), f"score ({result['target']}) bin")
+    chart.line([(0.0, 0.0), (1.0, 1.0)], "#bbbbbb", dash="1.5 2")
+    for rates, colour in ((ref, REFERENCE_COLOUR), (cur, BATCH_COLOUR)):
+        chart.line(zip(centres, rates, strict=True), colour, width=1.5)
+        for x, y in zip(centres, rates, strict=True):
+            chart.dot(x, y, colour)
+    chart.titles(_metric_title(result))
+    chart.legend(
+        [
+            ("perfectly calibrated", "#bbbbbb", "dotted"),
+            ("reference", REFERENCE_COLOUR, "marker"),
+            ("batch", BATCH_COLOUR, "marker"),
+        ]
+    )
+    return chart.uri()
 
 
 # --- trends -----------------------------------------------------------------------------------------
 
 
-@_styled
 def trend_svg(trend: Trend, thresholds: Sequence[float] | None = None) -> str:
     """A metric over the last runs: points coloured by severity, the baseline band, the thresholds."""
-    figure = _figure(height=2.6, bottom=0.75)
-    axes = figure.add_subplot()
-    x = np.arange(len(trend.values))
-    axes.fill_between(x, trend.lower, trend.upper, color=BAND_COLOUR, alpha=0.18, linewidth=0, step="mid")
-    axes.plot(x, trend.values, color="#444444", linewidth=1.2)
-    colours = [SEVERITY_COLOURS.get(s, "#444444") for s in trend.severities]
-    axes.scatter(x, trend.values, c=colours, s=22, zorder=3, edgecolors="white", linewidths=0.6)
-    for value, colour in zip(thresholds or (), THRESHOLD_COLOURS[-len(thresholds or ()) :], strict=False):
-        axes.axhline(value, color=colour, linestyle="--", linewidth=0.8)
-    step = max(1, math.ceil(len(x) / 12))
-    axes.set_xticks(x[::step], trend.batches[::step], rotation=30, ha="right")
-    axes.set_ylabel(trend.metric)
-    axes.set_title(f"{trend.metric} over the last {len(x)} run(s)")
-    return _svg_uri(figure)
+    count = len(trend.values)
+    shown = list(thresholds or ())
+    low, high = padded(*finite_span(trend.values, trend.lower, trend.upper, shown))
+    chart = Chart(
+        5.4, 2.6, left=0.65, bottom=0.75, top=0.35, x_range=(-0.5, count - 0.5), y_range=(low, high)
+    )
+    chart.y_axis(value_ticks(low, high), trend.metric)
+    step = max(1, math.ceil(count / 12))
+    chart.x_axis([(i, trend.batches[i]) for i in range(0, count, step)], "", rotate=-30)
+    for i, (lower, upper) in enumerate(zip(trend.lower, trend.upper, strict=True)):
+        if math.isfinite(lower) and math.isfinite(upper):
+            chart.box(i - 0.5, i + 0.5, lower, upper, BAND_COLOUR, opacity=0.18)
+    for value, colour in zip(shown, THRESHOLD_COLOURS[-len(shown) :], strict=False):
+        chart.line([(-0.5, value), (count - 0.5, value)], colour, width=0.8, dash="5 3")
+    chart.line(enumerate(trend.values), "#444444", width=1.2)
+    for i, (value, severity) in enumerate(zip(trend.values, trend.severities, strict=True)):
+        chart.dot(i, value, SEVERITY_COLOURS.get(severity, "#444444"), radius=3.0, outline="#ffffff")
+    chart.titles(f"{trend.metric} over the last {count} run(s)")
+    return chart.uri()
 
 
 def sparkline_svg(trend: Trend, width: int = 120, height: int = 26) -> str:
@@ -476,9 +683,9 @@ def explaining_picture(result: Mapping[str, Any]) -> Picture | None:
     return draw(result) if draw else None
 
 
-def _label_margin(labels: Any) -> float:
+def _label_margin(labels: Iterable[object]) -> float:
     """Left margin (inches) that fits the longest tick label at the report's font size."""
-    return 0.45 + 0.06 * max((len(str(label)) for label in labels), default=4)
+    return 0.3 + CHAR_PX * max((len(str(label)) for label in labels), default=4) / PX_PER_INCH
 
 
 def _metric_title(result: Mapping[str, Any], metric: str | None = None) -> str:
@@ -493,9 +700,3 @@ def _short(value: Any) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "–"
     return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
-def _percent() -> Any:
-    from matplotlib.ticker import PercentFormatter
-
-    return PercentFormatter(xmax=1.0, decimals=0)

@@ -325,3 +325,26 @@ def test_in_memory_sqlite_is_migrated_on_its_own_connection() -> None:
     assert set(inspect(engine).get_table_names()) >= TABLES
     assert schema_differences(engine) == []
     engine.dispose()
+
+
+def test_the_head_revision_constant_is_the_newest_migration_script() -> None:
+    from alembic.script import ScriptDirectory
+
+    from driftline.tasks.history.db import HEAD_REVISION, MIGRATIONS_DIR
+
+    assert ScriptDirectory(str(MIGRATIONS_DIR)).get_heads() == [HEAD_REVISION]
+
+
+def test_an_up_to_date_store_is_opened_without_importing_alembic(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    open_store(url).dispose()  # created and migrated
+    code = (
+        "import sys\n"
+        "from driftline.tasks.history.db import open_store\n"
+        f"open_store({url!r}).dispose()\n"
+        "assert 'alembic' not in sys.modules, 'alembic was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

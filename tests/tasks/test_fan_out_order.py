@@ -1,5 +1,4 @@
-"""Checks slow to start are started first, results still come back in plan order; a run imports the
-plotting stack once, before its workers fork, only when a check draws figures there."""
+"""Checks slow to start are started first, results still come back in plan order."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from functools import partial
 
 from driftline.checks import registry
 from driftline.checks.result import CheckResult
-from driftline.tasks.attribution_plots import draws_figures
 from driftline.tasks.driver import CheckJob, Driver, started_first
 
 NAMES = ["drift.numeric", "expectations.suite", "drift.categorical", "abnormal.nulls"]
@@ -31,10 +29,3 @@ def test_a_slow_starter_is_started_first_and_results_keep_their_order() -> None:
     outcomes = Driver().fan_out(jobs, workers=1)
     assert started[0] == "expectations.suite"
     assert [o[0].check for o in outcomes] == NAMES
-
-
-def test_only_checks_whose_figures_are_drawn_in_workers_preload_plotting() -> None:
-    drawing = {
-        n for n in ("attribution.auc", "attribution.pairs", "drift.numeric") if draws_figures(registry.get(n))
-    }
-    assert drawing == {"attribution.auc", "attribution.pairs"}
