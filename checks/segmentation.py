@@ -23,12 +23,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
-from sklearn.tree import DecisionTreeRegressor
+
+if TYPE_CHECKING:
+    from sklearn.tree import DecisionTreeRegressor
 
 from driftline.checks._attribution_kernels import MISSING_LABEL, auc, example_attribution
 from driftline.checks.errors import CheckInputError
@@ -436,6 +438,10 @@ def _segment_ranked(dimensions: pd.DataFrame, values: np.ndarray, config: TreeSe
     n_grow = min(max(round(config.split_fraction * n), 1), n - 1)
     grow = np.arange(n) < n_grow
     matrix, encoded = _encode(dimensions, values, grow)
+    # Imported here: a run builds its plan (importing every check module) before its workers fork,
+    # and only the worker that grows a tree needs scikit-learn's trees.
+    from sklearn.tree import DecisionTreeRegressor
+
     tree = DecisionTreeRegressor(
         max_depth=config.max_depth, min_samples_leaf=config.min_leaf_size, random_state=config.seed
     )
