@@ -195,12 +195,9 @@ def _graded(check: str, target: str, severity: str, share: float | None = None) 
     return row
 
 
-def test_prediction_drift_is_listed_first_and_features_by_importance() -> None:
-    """Twenty high features in column order and the prediction's drift last: the prediction's drift
-    leads the message, the features follow by importance, the least important are the ones counted."""
-    results = [_graded("drift.numeric", f"X{i}", "high", share=(i + 1) / 100) for i in range(20)]
-    results.append(_graded("drift.prediction", "score", "high"))
-    changes = [
+def _opened(results: list[dict[str, Any]]) -> list[IncidentChange]:
+    """An incident opened at high for each result."""
+    return [
         IncidentChange(
             kind="opened",
             incident_id=i,
@@ -212,6 +209,14 @@ def test_prediction_drift_is_listed_first_and_features_by_importance() -> None:
         )
         for i, r in enumerate(results)
     ]
+
+
+def test_prediction_drift_is_listed_first_and_features_by_importance() -> None:
+    """Twenty high features in column order and the prediction's drift last: the prediction's drift
+    leads the message, the features follow by importance, the least important are the ones counted."""
+    results = [_graded("drift.numeric", f"X{i}", "high", share=(i + 1) / 100) for i in range(20)]
+    results.append(_graded("drift.prediction", "score", "high"))
+    changes = _opened(results)
     message = build_message(monitor="credit", batch_id="b1", changes=changes, results=results)
     texts = _sections(message)
     assert texts[1] == (
@@ -256,18 +261,7 @@ def test_long_comparison_lines_are_cut_and_slack_limits_hold() -> None:
     results = [
         _graded("drift.numeric", f"feature_{i:03d}" + "x" * 600, "high", share=0.01) for i in range(30)
     ]
-    changes = [
-        IncidentChange(
-            kind="opened",
-            incident_id=i,
-            check=r["check"],
-            target=r["target"],
-            severity="high",
-            previous_severity=None,
-            result=r,
-        )
-        for i, r in enumerate(results)
-    ]
+    changes = _opened(results)
     message = build_message(monitor="m", batch_id="b", changes=changes, results=results)
     assert all(len(line) <= 280 for r in results for line in metric_lines(r))
     assert len(message["blocks"]) <= 50

@@ -361,26 +361,22 @@ def test_check_operator_scores_both_tables_with_a_model(
     _, cur, folder = tables
     (folder / "operator_model.py").write_text(MODEL_MODULE)
     monkeypatch.syspath_prepend(str(folder))
-    op = DriftlineCheckOperator(
-        task_id="check",
-        check="performance.overall",
-        reference=str(folder / "ref.parquet"),
-        current=str(folder / "cur.csv"),
-        columns={"numeric": ["x"], "label": "y"},
-        model="operator_model:build",
-    )
-    (accuracy,) = [r for r in op.execute(context()) if r["target"] == "accuracy"]
+
+    def scored_by(model: str) -> list[dict[str, Any]]:
+        return DriftlineCheckOperator(
+            task_id="check",
+            check="performance.overall",
+            reference=str(folder / "ref.parquet"),
+            current=str(folder / "cur.csv"),
+            columns={"numeric": ["x"], "label": "y"},
+            model=model,
+        ).execute(context())
+
+    (accuracy,) = [r for r in scored_by("operator_model:build") if r["target"] == "accuracy"]
     import operator_model
 
     predicted = operator_model.build().predict(cur[["x"]].to_numpy())
     assert accuracy["status"] == "ok"
     assert accuracy["metrics"]["current"] == pytest.approx(accuracy_score(cur["y"], predicted))
     with pytest.raises(AirflowFailException, match="operator_model:missing"):
-        DriftlineCheckOperator(
-            task_id="c",
-            check="performance.overall",
-            reference=str(folder / "ref.parquet"),
-            current=str(folder / "cur.csv"),
-            columns={"numeric": ["x"], "label": "y"},
-            model="operator_model:missing",
-        ).execute(context())
+        scored_by("operator_model:missing")
