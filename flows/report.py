@@ -3,13 +3,12 @@ report and a markdown artifact per figure."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from driftline.checks.result import severity_rank
-from driftline.tasks.attribution_plots import figure_name
+from driftline.tasks.attribution_plots import figure_name, svg_data_uri
 from driftline.tasks.result_rows import result_rows
 
 
@@ -21,7 +20,8 @@ def by_severity(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def publish_artifacts(summary: Mapping[str, Any], figures: list[Path], report_url: str | None = None) -> None:
     """Create the run's artifacts: the results table (worst first), a link artifact to the report at
-    `report_url` (else a note naming the report file on the worker), a markdown artifact per figure."""
+    `report_url` (else a note naming the report file on the worker), a markdown artifact per figure
+    (its SVG file as a data URI image)."""
     from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
     monitor, batch = summary["monitor"], summary["batch_id"]
@@ -45,7 +45,7 @@ def publish_artifacts(summary: Mapping[str, Any], figures: list[Path], report_ur
             key=report_key,
         )
     for path in figures:
-        image = f"data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}"
+        image = svg_data_uri(path.read_text(encoding="utf-8"))
         create_markdown_artifact(
             markdown=f"### {path.stem} ({monitor}, {batch})\n\n![{path.stem}]({image})\n\nFile: `{path}`",
             key=figure_name("driftline", monitor, path.stem),

@@ -12,7 +12,6 @@ data URI, so the page needs no file and no network. Every text from data is esca
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from driftline.tasks.attribution_plots import FIGURES as ATTRIBUTION_FIGURES
+from driftline.tasks.attribution_plots import svg_data_uri
 from driftline.tasks.report.trends import Trend
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ TICKS = 5
 
 @dataclass(frozen=True)
 class Picture:
-    """One drawn figure: a caption and an image data URI (SVG or PNG)."""
+    """One drawn figure: a caption and an SVG image data URI."""
 
     caption: str
     uri: str
@@ -265,7 +265,7 @@ class Chart:
             + "".join(self.parts)
             + "</svg>"
         )
-        return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode()
+        return svg_data_uri(svg)
 
 
 def _runs(points: Iterable[tuple[float, float]]) -> list[list[tuple[float, float]]]:
@@ -608,7 +608,7 @@ ATTRIBUTION_CAPTIONS = {"tree": "slices of the AUC attribution", "matrix": "AUC 
 
 def check_pictures(check: str, results: Sequence[Mapping[str, Any]]) -> list[Picture]:
     """The pictures of a whole check that its metrics declare (the attribution's slice tree and pair
-    cross matrix), as PNG data URIs, drawn from each of its `ok` results that carries one."""
+    cross matrix), as SVG data URIs, drawn from each of its `ok` results that carries one."""
     kinds = [kind for kind in declared_figures(check) if kind in ATTRIBUTION_FIGURES]
     pictures = []
     for r in results:
@@ -617,8 +617,8 @@ def check_pictures(check: str, results: Sequence[Mapping[str, Any]]) -> list[Pic
             continue
         for kind in kinds:
             if kind in details:
-                png = base64.b64encode(ATTRIBUTION_FIGURES[kind](details)).decode()
-                pictures.append(Picture(ATTRIBUTION_CAPTIONS[kind], f"data:image/png;base64,{png}"))
+                svg = ATTRIBUTION_FIGURES[kind](details)
+                pictures.append(Picture(ATTRIBUTION_CAPTIONS[kind], svg_data_uri(svg)))
     return pictures
 
 

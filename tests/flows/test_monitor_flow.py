@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +89,9 @@ def test_failing_batch_alerts_slack_and_starts_retraining(
     assert posts[0].headers["authorization"] == "Bearer xoxb-test-token"
     assert count(url, AlertOutbox) == 1
 
-    figures = {Path(p).name: Path(p).read_bytes() for p in summary["figures"]}
-    assert set(figures) == {"attribution-auc-tree.png", "attribution-pairs-matrix.png"}
-    assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in figures.values())
+    figures = {Path(p).name: Path(p).read_text(encoding="utf-8") for p in summary["figures"]}
+    assert set(figures) == {"attribution-auc-tree.svg", "attribution-pairs-matrix.svg"}
+    assert all(ET.fromstring(svg).tag == "{http://www.w3.org/2000/svg}svg" for svg in figures.values())
     from prefect.artifacts import Artifact
 
     table = Artifact.get("driftline-acs-employment")

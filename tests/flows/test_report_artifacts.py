@@ -1,8 +1,10 @@
-"""The run's Prefect artifacts: the results table worst first, and a link artifact only to a served
-report (`alerts.slack.report_url`), never to a file on the worker."""
+"""The run's Prefect artifacts: the results table worst first, a link artifact only to a served report
+(`alerts.slack.report_url`), never to a file on the worker, and each figure as an SVG image."""
 
 from __future__ import annotations
 
+import base64
+import re
 from typing import Any
 
 import pytest
@@ -65,3 +67,16 @@ def test_without_report_url_no_link_points_at_the_worker(artifacts: dict) -> Non
     assert artifacts["link"] == []
     [note] = artifacts["markdown"]
     assert SUMMARY["report"] in note["markdown"] and "report_url" in note["markdown"]
+
+
+def test_each_figure_is_a_markdown_artifact_with_its_svg_as_a_data_uri(artifacts: dict, tmp_path) -> None:
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><text>é &amp; ×</text></svg>'
+    figure = tmp_path / "attribution-auc-tree.svg"
+    figure.write_text(svg, encoding="utf-8")
+    publish_artifacts(SUMMARY, [figure], "https://reports.example/acs/2018-12.html")
+    [markdown] = artifacts["markdown"]
+    assert markdown["key"] == "driftline-acs-attribution-auc-tree"
+    uri = re.search(r"!\[attribution-auc-tree\]\((data:[^)]+)\)", markdown["markdown"]).group(1)
+    prefix = "data:image/svg+xml;base64,"
+    assert uri.startswith(prefix)
+    assert base64.b64decode(uri.removeprefix(prefix)) == svg.encode("utf-8")

@@ -22,6 +22,7 @@ from driftline.tasks.report.figures import (
     RESULT_PICTURES,
     calibration_data,
     category_data,
+    check_pictures,
     declared_figures,
     drift_histogram_svg,
     explaining_picture,
@@ -204,6 +205,30 @@ def test_the_picture_is_the_one_the_check_declares_whatever_its_details_hold() -
     assert picture is not None and picture.caption == "subsets against the same subsets in the reference"
     assert explaining_picture({**result, "check": "fairness.tpr"}) is None  # declares no figure
     assert explaining_picture({**result, "check": "retired.check"}) is None  # not in the catalog
+
+
+def test_attribution_pictures_are_the_svg_figures_of_each_ok_result() -> None:
+    reference, batch = make_frame(3000, 0.0, 1), make_frame(2000, 1.0, 2)
+    auc = _results("attribution.auc", reference, batch, max_depth=2)
+    pairs = _results("attribution.pairs", reference, batch, features=["c"])
+    failed = {**auc[0], "status": "error"}
+    pictures = {
+        check: check_pictures(check, [*auc, *pairs, failed])
+        for check in ("attribution.auc", "attribution.pairs")
+    }
+    assert {check: [p.caption for p in found] for check, found in pictures.items()} == {
+        "attribution.auc": ["slices of the AUC attribution"],
+        "attribution.pairs": ["AUC per cross of slices"],
+    }
+    trees, matrices = pictures["attribution.auc"], pictures["attribution.pairs"]
+    for picture, kind, count in (
+        (trees[0], "node", len(auc[0]["details"]["tree"]["nodes"])),
+        (matrices[0], "cell", 16),
+    ):
+        prefix, encoded = picture.uri.split(",", 1)
+        assert prefix == "data:image/svg+xml;base64"
+        root = ET.fromstring(base64.b64decode(encoded))
+        assert sum(g.get("class") == kind for g in root.iter("{http://www.w3.org/2000/svg}g")) == count
 
 
 def test_calibration_curves_match_sklearn() -> None:
