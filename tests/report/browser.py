@@ -3,6 +3,7 @@ tests and for the README screenshot (`python -m tests.report.browser REPORT.html
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -67,6 +68,21 @@ return Array.from(document.querySelectorAll('img, svg')).map(function (e) {
           complete: e.tagName.toLowerCase() !== 'img' || (e.complete && e.naturalWidth > 0)};
 });
 """
+
+
+@contextmanager
+def chromium_or_skip() -> Iterator[Any]:
+    """`headless_chromium()` for a test module's fixture: the tests are skipped when Chromium is not
+    installed, and fail instead in CI, which installs it."""
+    import pytest
+
+    if chromium_paths() is None:
+        message = "chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    with headless_chromium() as driver:
+        yield driver
 
 
 def open_report(driver: Any, path: Path) -> dict[str, Any]:

@@ -4,7 +4,6 @@ CI=true, where it fails."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.runner import run_check
 from driftline.tasks.report.figures import check_pictures
-from tests.report.browser import chromium_paths, headless_chromium, open_report
+from tests.report.browser import chromium_or_skip, open_report
 from tests.report.conftest import BATCHES, SyntheticRun, make_frame
 
 COLUMNS = Columns(id="id", label="label", score="score", numeric=("x",), categorical=("c",))
@@ -22,12 +21,7 @@ COLUMNS = Columns(id="id", label="label", score="score", numeric=("x",), categor
 @pytest.fixture(scope="module")
 def browser():
     """One headless Chromium for the module."""
-    if chromium_paths() is None:
-        message = "chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    with headless_chromium() as driver:
+    with chromium_or_skip() as driver:
         yield driver
 
 

@@ -242,7 +242,7 @@ def test_calibration_curves_match_sklearn() -> None:
     np.testing.assert_allclose(ref[~np.isnan(ref)], prob_true)
 
 
-def _series(values: list[float]) -> pd.DataFrame:
+def psi_series(values: list[float]) -> pd.DataFrame:
     n = len(values)
     return pd.DataFrame(
         {
@@ -261,7 +261,7 @@ def _series(values: list[float]) -> pd.DataFrame:
 def test_baseline_band_is_median_plus_minus_three_scaled_mads_of_the_previous_runs() -> None:
     rng = np.random.default_rng(5)
     values = [*rng.normal(0.1, 0.02, 14), 0.5]
-    trend = baseline_bands(_series(values), window=10, k=3.0)[("drift.numeric", "x", "psi")]
+    trend = baseline_bands(psi_series(values), window=10, k=3.0)[("drift.numeric", "x", "psi")]
     previous = np.array(values[-11:-1])
     median = np.median(previous)
     sd = np.median(np.abs(previous - median)) / MAD_NORMAL_SCALE
@@ -269,11 +269,11 @@ def test_baseline_band_is_median_plus_minus_three_scaled_mads_of_the_previous_ru
     assert trend.upper[-1] == pytest.approx(median + 3 * sd)
     assert np.isnan(trend.lower[:3]).all() and not np.isnan(trend.lower[3])
     assert trend.latest_outside
-    assert not baseline_bands(_series(values[:-1]))[("drift.numeric", "x", "psi")].latest_outside
+    assert not baseline_bands(psi_series(values[:-1]))[("drift.numeric", "x", "psi")].latest_outside
 
 
 def test_sparkline_is_well_formed_svg_without_ids() -> None:
-    trend = baseline_bands(_series([0.1, 0.12, 0.11, 0.1, 0.4]))[("drift.numeric", "x", "psi")]
+    trend = baseline_bands(psi_series([0.1, 0.12, 0.11, 0.1, 0.4]))[("drift.numeric", "x", "psi")]
     svg = sparkline_svg(trend)
     root = ET.fromstring(svg)
     assert root.tag == "svg" and " id=" not in svg

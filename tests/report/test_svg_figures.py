@@ -28,6 +28,7 @@ from driftline.tasks.report.figures import (
 )
 from driftline.tasks.report.trends import baseline_bands
 from tests.report.conftest import make_frame
+from tests.report.test_figures import psi_series
 
 SVG = "{http://www.w3.org/2000/svg}"
 COLUMNS = Columns(id="id", label="label", score="score", numeric=("x",), categorical=("c",))
@@ -108,19 +109,7 @@ def test_trend_band_and_thresholds_are_where_the_numbers_say() -> None:
     rng = np.random.default_rng(5)
     values = [*rng.normal(0.1, 0.02, 14), 0.5]
     n = len(values)
-    history = pd.DataFrame(
-        {
-            "batch_id": [f"b{i:02d}" for i in range(n)],
-            "batch_time": pd.date_range("2024-01-01", periods=n, freq="D", tz="UTC"),
-            "check": "drift.numeric",
-            "target": "x",
-            "metric": "psi",
-            "value": values,
-            "severity": "none",
-            "status": "ok",
-        }
-    )
-    trend = baseline_bands(history)[("drift.numeric", "x", "psi")]
+    trend = baseline_bands(psi_series(values))[("drift.numeric", "x", "psi")]
     root = _svg(trend_svg(trend, [0.1, 0.2, 0.3]))
     band = _rects(root, BAND_COLOUR)
     assert len(band) == n - 3  # no band before three earlier values

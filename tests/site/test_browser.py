@@ -4,7 +4,6 @@ Chromium is not installed, except under CI=true, where it fails."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -13,7 +12,7 @@ import pytest
 from driftline.tasks.history.db import open_store
 from driftline.tasks.site import SiteWritten, write_site
 from driftline.tasks.spec import load_spec
-from tests.report.browser import chromium_paths, headless_chromium, open_report
+from tests.report.browser import chromium_or_skip, open_report
 from tests.report.conftest import SyntheticRun, synthetic_run  # noqa: F401  (the five real runs)
 from tests.site.conftest import fill
 
@@ -31,12 +30,7 @@ TITLED_MARKS_JS = "return document.querySelectorAll('svg rect > title, svg circl
 @pytest.fixture(scope="module")
 def browser():
     """One headless Chromium for the module."""
-    if chromium_paths() is None:
-        message = "chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    with headless_chromium() as driver:
+    with chromium_or_skip() as driver:
         yield driver
 
 
