@@ -140,5 +140,7 @@ def test_the_installed_demo_data_and_migrations_run_a_monitor(user_project: tupl
     env_db = f"sqlite:///{folder / 'history.db'}"
     run_in(user_project, "env", f"DRIFTLINE_DATABASE_URL={env_db}", "python", "-c", code)
     assert (folder / "history.db").stat().st_size > 0
+    run_in(user_project, "driftline", "site", "--db", env_db, "--out", "site")  # its templates ship too
+    assert "acs-employment" in (folder / "site" / "index.html").read_text()
     run_in(user_project, "driftline", "init", "monitoring")  # the deployments file ships in the wheel
     assert {"monitor.yaml", "prefect.yaml", "data"} <= {p.name for p in (folder / "monitoring").iterdir()}
