@@ -270,12 +270,17 @@ def _state_line(incident: Mapping[str, Any]) -> str:
 
 
 def build_thread_state(
-    *, monitor: str, incidents: Sequence[Mapping[str, Any]], last_batch: str
+    *,
+    monitor: str,
+    incidents: Sequence[Mapping[str, Any]],
+    last_batch: str,
+    results: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The parent message of an incident thread, rewritten to the thread's current state.
 
     `incidents` are the thread's incidents (check, target, status, severity reached, last_severity,
     opened_batch, last_batch); open ones first, worst first, at most `MAX_LISTED` lines of each kind.
+    The likely causes that `results` (the latest run's) give for the targets of open incidents lead it.
     """
     still_open = sorted(
         (i for i in incidents if i["status"] != "resolved"), key=lambda i: -severity_rank(i["severity"])
@@ -289,6 +294,8 @@ def build_thread_state(
         headline = f"{monitor}: all {len(incidents)} incident(s) resolved"
     lines = [escape(_state_line(i)) for i in still_open]
     done = [escape(_state_line(i)) for i in resolved]
+    open_targets = {str(i["target"]) for i in still_open}
+    causes = [d.line for d in diagnose(results) if d.target in open_targets]
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
@@ -296,6 +303,12 @@ def build_thread_state(
         },
         _context(f"updated at batch `{escape(last_batch)}` · the thread has every change"),
     ]
+    if causes:
+        blocks.append(
+            _mrkdwn(
+                ":mag: *Likely cause*\n" + "\n".join(f"• {escape(c)}" for c in _limited(causes, "causes"))
+            )
+        )
     if lines:
         blocks.append(
             _mrkdwn(
@@ -309,5 +322,6 @@ def build_thread_state(
             )
         )
     listed = _limited([_state_line(i) for i in [*still_open, *resolved]], "incidents")
-    text = "\n".join([f"driftline: {headline} (updated at batch {last_batch})", *listed])
+    head = f"driftline: {headline} (updated at batch {last_batch})"
+    text = "\n".join([head, *(f"Likely cause: {c}" for c in _limited(causes, "causes")), *listed])
     return {"text": escape(clip(text, TEXT_LIMIT)), "blocks": blocks}

@@ -73,9 +73,15 @@ def _routing_severity(change: IncidentChange) -> str:
 
 
 def _thread_state(
-    session: Session, monitor: str, destination: str, key: str, batch_id: str
+    session: Session,
+    monitor: str,
+    destination: str,
+    key: str,
+    batch_id: str,
+    results: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """The parent message of thread `key`, rewritten to its incidents' current state."""
+    """The parent message of thread `key`, rewritten to its incidents' current state and the likely
+    causes the run's `results` give."""
     incidents = [
         {
             "check": i.check,
@@ -88,7 +94,7 @@ def _thread_state(
         }
         for i in thread_incidents(session, destination, key)
     ]
-    return build_thread_state(monitor=monitor, incidents=incidents, last_batch=batch_id)
+    return build_thread_state(monitor=monitor, incidents=incidents, last_batch=batch_id, results=results)
 
 
 def _queue_messages(
@@ -111,7 +117,9 @@ def _queue_messages(
         )
         key = dedupe_key(monitor, batch_id, destination, part.changes, part.thread_key)
         if part.thread_key is not None:
-            message["parent"] = _thread_state(session, monitor, destination, part.thread_key, batch_id)
+            message["parent"] = _thread_state(
+                session, monitor, destination, part.thread_key, batch_id, results
+            )
         fresh = enqueue(
             session,
             monitor=monitor,

@@ -183,6 +183,22 @@ def test_thread_state_lists_open_incidents_worst_first_then_resolved() -> None:
         monitor="m", incidents=[incident(str(i), "open", "high") for i in range(40)], last_batch="b"
     )
     assert len(many["blocks"]) == 3 and "…and 30 more open" in many["blocks"][2]["text"]["text"]
+    # The latest run's likely causes lead, for the targets of open incidents only.
+    gone = [result("abnormal.nulls", name, "high", metrics={"reference_null_rate": 0.0}) for name in "ab"]
+    for row in gone:
+        row["details"] = {"null_rate": 1.0}
+    caused = build_thread_state(
+        monitor="acs",
+        incidents=[incident("a", "open", "medium"), incident("b", "resolved", "high")],
+        last_batch="b3",
+        results=gone,
+    )
+    assert caused["blocks"][2]["text"]["text"] == (
+        ":mag: *Likely cause*\n• a: every value is null (reference 0%) — the column is no longer filled"
+    )
+    assert caused["text"].splitlines()[1] == (
+        "Likely cause: a: every value is null (reference 0%) — the column is no longer filled"
+    )
 
 
 def _graded(check: str, target: str, severity: str, share: float | None = None) -> dict[str, Any]:
