@@ -51,6 +51,7 @@ __all__ = [
     "key_metrics",
     "moved_results",
     "rolling_baseline",
+    "spread_floor",
     "sustained_drift",
 ]
 # Standard deviation of the Kolmogorov distribution (the limit of √n·KS under no change):
@@ -161,12 +162,21 @@ def key_metric(result: Mapping[str, Any], declared: Mapping[str, Metric] | None)
         return SEVERITIES.index(severity)
 
     metric = max(candidates, key=rank)
-    noise = noise_spread(evidence[metric]) if metric in evidence else 0.0
-    floor = max(noise, STEP_SHARE * threshold_step(thresholds[metric]))
     failing = result.get("failing_rows")
     return KeyMetric(
-        metric, higher_is_worse(metric), floor, failing is not None and failing < MIN_FAILING_ROWS
+        metric,
+        higher_is_worse(metric),
+        spread_floor(result, metric),
+        failing is not None and failing < MIN_FAILING_ROWS,
     )
+
+
+def spread_floor(result: Mapping[str, Any], metric: str) -> float:
+    """The least spread a baseline of a stored result's `metric` is given: the metric's own noise at
+    that run (from its evidence), and a tenth of the smallest step its thresholds distinguish."""
+    evidence = (result.get("evidence") or {}).get(metric)
+    noise = noise_spread(evidence) if evidence else 0.0
+    return max(noise, STEP_SHARE * threshold_step((result.get("thresholds") or {}).get(metric) or ()))
 
 
 def key_metrics(

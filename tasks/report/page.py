@@ -23,7 +23,7 @@ from driftline.tasks.report.figures import (
 )
 from driftline.tasks.report.gather import ReportData
 from driftline.tasks.report.summary import summary_section
-from driftline.tasks.report.trends import Trend, baseline_bands, graded_metrics, key_metric
+from driftline.tasks.report.trends import Trend, band_floors, baseline_bands, graded_metrics, key_metric
 
 log = logging.getLogger(__name__)
 MAX_TRENDS_PER_RESULT = 2
@@ -173,7 +173,7 @@ def page_context(data: ReportData, *, window: int = 10, k: float = 3.0) -> dict[
     wanted = {(r["check"], str(r["target"]), m) for r in data.results for m in (key_metric(r),) if m}
     wanted |= {(r["check"], str(r["target"]), m) for r in data.failing() for m in graded_metrics(r)}
     history = data.history.assign(target=data.history["target"].astype(str))
-    trends = baseline_bands(history, wanted, window=window, k=k)
+    trends = baseline_bands(history, wanted, window=window, k=k, floors=band_floors(data.results))
     before, after = data.neighbours()
     runs_shown = int(history["batch_id"].nunique()) if not history.empty else 0
     return {

@@ -1,20 +1,24 @@
 """Metric trends for the report: one series per (check, target, metric) with its baseline band.
 
 The band of a run is the median of the previous `window` values of its series ± `k` robust standard
-deviations (MAD / Φ⁻¹(0.75)), from `driftline.tasks.history.trend.rolling_baseline`: a value outside
-it has |robust z| > k. A series with fewer than `min_periods` earlier values has no band yet.
+deviations (MAD / Φ⁻¹(0.75)), from `driftline.tasks.history.trend.rolling_baseline`, the spread never
+below the series' floor (its metric's own noise, a tenth of its smallest threshold step: the floor
+`driftline trend` uses), so a series that never moved does not make its first wiggle "outside". A
+series with fewer than `min_periods` earlier values has no band yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from driftline.tasks.history.trend import MAD_NORMAL_SCALE, rolling_baseline
+from driftline.tasks.history.trend import MAD_NORMAL_SCALE, rolling_baseline, spread_floor
+from driftline.tasks.history.trend import key_metric as trend_key_metric
+from driftline.tasks.ranking import known_check
 
 BAND_K = 3.0
 BAND_WINDOW = 10
@@ -43,10 +47,20 @@ class Trend:
 
 
 def key_metric(result: Mapping[str, Any]) -> str | None:
-    """The metric that stands for a result: its first graded (thresholded) metric, else its first one."""
-    metrics = result.get("metrics") or {}
-    graded = [m for m in (result.get("thresholds") or {}) if m in metrics]
-    return graded[0] if graded else next(iter(metrics), None)
+    """The metric that stands for a result: the graded effect metric that decides its severity (as
+    `driftline trend` picks it), else its first one."""
+    known = known_check(str(result["check"]))
+    key = trend_key_metric(result, known.declared_metrics if known is not None else None)
+    return key.metric if key is not None else next(iter(result.get("metrics") or {}), None)
+
+
+def band_floors(results: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], float]:
+    """The least band spread of every graded series of `results` (`trend.spread_floor`)."""
+    return {
+        (r["check"], str(r["target"]), metric): spread_floor(r, metric)
+        for r in results
+        for metric in (r.get("thresholds") or {})
+    }
 
 
 def graded_metrics(result: Mapping[str, Any]) -> list[str]:
@@ -63,14 +77,18 @@ def baseline_bands(
     window: int = BAND_WINDOW,
     k: float = BAND_K,
     min_periods: int = BAND_MIN_PERIODS,
+    floors: Mapping[tuple[str, str, str], float] | None = None,
 ) -> dict[tuple[str, str, str], Trend]:
-    """Trends of the wanted (check, target, metric) series (all when None), keyed by series."""
+    """Trends of the wanted (check, target, metric) series (all when None), keyed by series; `floors`
+    are the least robust standard deviations of the series that have one (`band_floors`)."""
     frame = history
     if series is not None:
         keys = pd.MultiIndex.from_frame(history[["check", "target", "metric"]])
         frame = history[keys.isin(list(series))] if len(series) else history.iloc[0:0]
     banded = rolling_baseline(frame, window=window, min_periods=min_periods)
-    spread = k * banded["baseline_mad"].to_numpy(dtype=float) / MAD_NORMAL_SCALE
+    keys = zip(banded["check"], banded["target"], banded["metric"], strict=True)
+    floor = [(floors or {}).get(key, 0.0) for key in keys]
+    spread = k * np.maximum(banded["baseline_mad"].to_numpy(dtype=float) / MAD_NORMAL_SCALE, floor)
     median = banded["baseline_median"].to_numpy(dtype=float)
     banded = banded.assign(lower=median - spread, upper=median + spread)
     trends = {}

@@ -31,7 +31,7 @@ from driftline.tasks.report.figures import (
     subset_bars_svg,
     subset_data,
 )
-from driftline.tasks.report.trends import baseline_bands
+from driftline.tasks.report.trends import band_floors, baseline_bands, key_metric
 from tests.report.conftest import make_frame
 
 COLUMNS = Columns(id="id", label="label", score="score", numeric=("x",), categorical=("c",))
@@ -278,3 +278,22 @@ def test_sparkline_is_well_formed_svg_without_ids() -> None:
     root = ET.fromstring(svg)
     assert root.tag == "svg" and " id=" not in svg
     assert root.find("polyline") is not None and root.find("rect") is not None
+
+
+def test_a_band_is_never_narrower_than_its_floor_and_the_key_metric_decides() -> None:
+    """Eight runs at exactly 0 then 0.002: the plain MAD band has no width, so the last value would be
+    "outside"; floored at a tenth of psi's smallest threshold step (0.01) it is not."""
+    values = [0.0] * 8 + [0.002]
+    key = ("drift.numeric", "x", "psi")
+    assert baseline_bands(psi_series(values))[key].latest_outside
+    floored = baseline_bands(psi_series(values), floors={key: 0.01})[key]
+    assert not floored.latest_outside
+    assert floored.upper[-1] == pytest.approx(3 * 0.01) and floored.lower[-1] == pytest.approx(-3 * 0.01)
+    result = {
+        "check": "performance.overall",
+        "target": "f1",
+        "metrics": {"degradation": 0.09, "degradation_bound": 0.06, "relative_degradation": 0.1},
+        "thresholds": {"relative_degradation": [0.5], "degradation": [0.01, 0.02, 0.05]},
+    }
+    assert key_metric(result) == "degradation"  # its bound reaches high: it decides the severity
+    assert band_floors([result])[("performance.overall", "f1", "degradation")] == pytest.approx(0.001)
