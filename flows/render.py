@@ -111,7 +111,11 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
     )
     described = [r for r in summary["results"] if r["check"] == SUMMARY_CHECK]
     verdicts = [r for r in summary["results"] if r["check"] != SUMMARY_CHECK]
-    console.print(results_table(verdicts, title=title, show_ok=show_ok))
+    if show_ok or any(r["status"] != "ok" or r["severity"] != "none" for r in verdicts):
+        console.print(results_table(verdicts, title=title, show_ok=show_ok))
+    else:
+        console.print(title, highlight=False)
+        console.print(f"every one of {len(verdicts)} result(s) ok at severity none", highlight=False)
     print_diagnoses(console, verdicts)
     if described:
         console.print(f"data summary: {len(described)} column(s) described (in the report)", highlight=False)

@@ -25,7 +25,7 @@ def result(check: str, target: str, severity: str = "none", **extra: object) -> 
     }
 
 
-def printed(results: list[dict]) -> str:
+def printed(results: list[dict], show_ok: bool = True) -> str:
     out = io.StringIO()
     summary = {
         "monitor": "m",
@@ -36,7 +36,7 @@ def printed(results: list[dict]) -> str:
         "results": results,
         "stored": "sqlite",
     }
-    print_summary(SafeConsole(file=out, width=200), summary)
+    print_summary(SafeConsole(file=out, width=200), summary, show_ok=show_ok)
     return out.getvalue()
 
 
@@ -53,3 +53,11 @@ def test_verdicts_are_listed_the_summary_counted_and_the_cause_named() -> None:
     assert "data summary: 2 column(s) described (in the report)" in text
     assert "likely cause: EDUCATION: every value is null (reference 0%)" in text
     assert text.index("abnormal.nulls") < text.index("likely cause:")
+
+
+def test_a_clean_batch_without_ok_rows_prints_no_empty_table() -> None:
+    text = printed([result("drift.numeric", "AGE"), result("data.summary", "AGE")], show_ok=False)
+    assert "every one of 1 result(s) ok at severity none" in text
+    assert "┏" not in text and "check" not in text  # no table of headers alone
+    shown = printed([result("drift.numeric", "AGE", "low")], show_ok=False)
+    assert "drift.numeric" in shown and "every one of" not in shown
