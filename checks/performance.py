@@ -11,6 +11,7 @@ label or a model output used by a metric is missing or infinite are dropped and 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from driftline.checks._attribution_kernels import binary_auc
-from driftline.checks.base import Check, Metric
+from driftline.checks.base import Metric
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.evidence import auc_standard_error, bootstrap_standard_error, normal
@@ -560,7 +561,7 @@ class CalibrationProfile:
 
 @register
 @dataclass(kw_only=True)
-class CalibrationComparison(Check):
+class CalibrationComparison(Mergeable):
     """Calibration comparison: the change of the calibration error between reference and batch (one
     per class score, one-vs-rest, for multiclass), with the MSE between their calibration curves.
 
@@ -612,11 +613,30 @@ class CalibrationComparison(Check):
         bins = self._curves(reference, columns, setup)[0]
         return CalibrationProfile(setup, bins, {t: b.calibration_error() for t, b in bins.items()})
 
-    def evaluate(
-        self, current: pd.DataFrame, profile: CalibrationProfile, columns: Columns
-    ) -> list[CheckResult]:
+    # Merge protocol: a partition's state is its per-bin counts and score sums, which add up exactly.
+
+    def partial(self, current: pd.DataFrame, profile: CalibrationProfile, columns: Columns) -> dict[str, Any]:
+        """Mergeable state of one partition: its calibration bins per class score, rows and drops."""
         bins, dropped = self._curves(current, columns, profile.setup)
-        rows = len(current)
+        return {"rows": len(current), "dropped": dropped, "bins": bins}
+
+    def merge(self, states: list[dict[str, Any]]) -> dict[str, Any]:
+        """The state of the whole batch from the states of its partitions."""
+        bins = {
+            target: functools.reduce(CalibrationBins.merge, [s["bins"][target] for s in states])
+            for target in states[0]["bins"]
+        }
+        return {
+            "rows": sum(s["rows"] for s in states),
+            "dropped": sum(s["dropped"] for s in states),
+            "bins": bins,
+        }
+
+    def finish(
+        self, state: dict[str, Any], profile: CalibrationProfile, columns: Columns
+    ) -> list[CheckResult]:
+        """The results of the whole batch from its merged state."""
+        bins, dropped, rows = state["bins"], state["dropped"], state["rows"]
         results = []
         for target, ref in profile.bins.items():
             mse, shared = calibration_mse(ref, bins[target])
