@@ -5,18 +5,19 @@
 A check must answer bad input (an empty batch, missing columns, all-NaN and infinite values, one class,
 changed dtypes, one row, a one-class reference) with well-formed results, `skipped` or `error` ones
 giving a reason, never with an unexpected exception; give the same results for the same rows in any
-order, from a pickled profile, from a second fit and, when it merges, from partitions of the batch;
-leave its inputs unmodified; and declare its name, family, summary and thresholds soundly.
+order, from a profile stored as the cache stores it, from a second fit and, when it merges, from
+partitions of the batch; leave its inputs unmodified; and declare its name, family, summary and
+thresholds soundly.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import io
 import itertools
 import json
 import math
-import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +29,7 @@ import pandas as pd
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.mergeable import merge_obstacle
+from driftline.checks.profile_format import dump_profile, load_profile
 from driftline.checks.result import SEVERITIES, STATUSES, CheckResult
 from driftline.checks.runner import run_check
 
@@ -364,10 +366,12 @@ def _row_order(b: _Battery) -> None:
             _compared(f"{name} batch shuffled (seed {seed})", shuffled, b.expected(name), shuffled=True)
 
 
-def _pickled_profile(b: _Battery) -> None:
-    """The profile survives pickling (the run caches profiles and ships them to workers)."""
-    restored = pickle.loads(pickle.dumps(b.profile))
-    _compared("from the unpickled profile", b.run(b.batch, profile=restored), b.expected("valid"))
+def _stored_profile(b: _Battery) -> None:
+    """The profile survives the profile cache's data-only format (a run stores it on disk and reads it
+    back without pickle), its classes trusted only from driftline and the check's own module."""
+    trusted = (type(b.check).__module__,)
+    restored = load_profile(io.BytesIO(dump_profile(b.profile, "contract", trusted)), "contract", trusted)
+    _compared("from the stored profile", b.run(b.batch, profile=restored), b.expected("valid"))
 
 
 def _second_fit(b: _Battery) -> None:
@@ -471,7 +475,7 @@ _CASES: dict[str, Callable[[_Battery], None]] = {
     },
     "single_class_reference": _single_class_reference,
     "row_order": _row_order,
-    "pickled_profile": _pickled_profile,
+    "stored_profile": _stored_profile,
     "second_fit": _second_fit,
     "inputs_unmodified": _inputs_unmodified,
     "metadata": _metadata,

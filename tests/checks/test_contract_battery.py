@@ -95,7 +95,7 @@ class KeyErrorOnMissingColumn(MeanShift):
 
 
 @dataclass(kw_only=True)
-class UnpicklableProfile(MeanShift):
+class UnstorableProfile(MeanShift):
     """Keeps a lambda in its profile."""
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> Any:
@@ -157,7 +157,13 @@ def test_a_sound_check_passes_every_case_merge_included() -> None:
         pytest.param(
             KeyErrorOnMissingColumn, "missing_columns", "KeyError: 'x1'", {"inputs_unmodified"}, id="keyerror"
         ),
-        pytest.param(UnpicklableProfile, "pickled_profile", "Can't pickle", set(), id="unpicklable"),
+        pytest.param(
+            UnstorableProfile,
+            "stored_profile",
+            "cannot store a value of type builtins.function",
+            set(),
+            id="unstorable",
+        ),
         pytest.param(
             NoReasonOnError, "all_nan_column", "status 'error' without a reason", set(), id="reason"
         ),
@@ -191,12 +197,12 @@ def test_a_broken_check_fails_the_case_that_catches_it(
 
 def test_every_failing_case_is_reported_together() -> None:
     @dataclass(kw_only=True)
-    class TwoDefects(UnpicklableProfile, DependsOnRowOrder):
-        """Unpicklable profile and order-dependent values."""
+    class TwoDefects(UnstorableProfile, DependsOnRowOrder):
+        """A profile the cache cannot store, and order-dependent values."""
 
     with pytest.raises(AssertionError, match=r"^3 contract case\(s\) failed") as raised:
         check_contract(TwoDefects)
-    for case in ("row_order", "pickled_profile", "merge"):
+    for case in ("row_order", "stored_profile", "merge"):
         assert f"test.mean_shift: case {case!r}: " in str(raised.value)
 
 

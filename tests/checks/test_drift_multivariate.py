@@ -19,10 +19,10 @@ from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.drift_multivariate import MultivariateDrift
 from driftline.checks.errors import CheckInputError
+from driftline.checks.profile_format import dump_profile, load_profile
 from driftline.checks.runner import run_check
 from driftline.checks.testing import contract_cases
 from driftline.data.demo import DATA_FILE, LABEL
-from driftline.tasks.profiles import dump_profile, load_profile
 
 METHODS = ("reconstruction", "classifier")
 NUMERIC = ("AGEP", "SCHL")  # age and schooling attainment (its codes rank the levels): correlation 0.51

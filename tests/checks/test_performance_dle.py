@@ -20,11 +20,11 @@ from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.performance_dle import EstimatedRegressionPerformance, LossModel
+from driftline.checks.profile_format import dump_profile, load_profile
 from driftline.checks.result import severity_rank
 from driftline.checks.runner import run_check
 from driftline.checks.testing import CONTRACT_COLUMNS, Case, contract_cases, contract_frame
 from driftline.data.demo import DATA_FILE
-from driftline.tasks.profiles import dump_profile, load_profile
 
 LABEL, PREDICTION = "AGEP", "predicted_age"
 CATEGORICAL = ("MAR", "RELP", "DIS", "ESP", "CIT", "MIG", "MIL", "ANC", "NATIVITY", "DEAR", "DEYE", "DREM")

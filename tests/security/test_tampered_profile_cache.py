@@ -21,9 +21,10 @@ from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.errors import NotApplicable
 from driftline.checks.fingerprint import frame_fingerprint
+from driftline.checks.profile_format import dump_profile, load_profile
 from driftline.checks.runner import run_check
 from driftline.checks.testing import CONTRACT_COLUMNS, assert_same_results, contract_frame
-from driftline.tasks.profiles import ProfileCache, dump_profile, load_profile
+from driftline.tasks.profiles import ProfileCache
 
 
 @dataclass(kw_only=True)
