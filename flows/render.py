@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -115,7 +116,7 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
         console.print(results_table(verdicts, title=title, show_ok=show_ok))
     else:
         console.print(title, highlight=False)
-        console.print(f"every one of {len(verdicts)} result(s) ok at severity none", highlight=False)
+    console.print(result_counts(verdicts, shown_all=show_ok), highlight=False)
     print_diagnoses(console, verdicts)
     if described:
         console.print(f"data summary: {len(described)} column(s) described (in the report)", highlight=False)
@@ -125,8 +126,25 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
         console.print(f"alerts: {plain(format_alerts(alerts))}", highlight=False)
     if summary.get("retraining"):
         console.print(f"retraining: {plain(format_retraining(summary['retraining']))}", highlight=False)
+    if summary.get("report"):
+        console.print(f"report: {plain(summary['report'])}", highlight=False)
     for path in summary.get("figures") or ():
         console.print(f"figure: {plain(path)}", highlight=False)
+
+
+def result_counts(results: list[Mapping[str, Any]], shown_all: bool) -> str:
+    """One line counting a run's results by severity (ok ones) and by status (the others)."""
+    graded = Counter(r["severity"] for r in results if r["status"] == "ok")
+    parts = [f"{graded[s]} {s}" for s in ("high", "medium", "low", "none") if graded[s]]
+    parts += [
+        f"{n} {status}"
+        for status, n in sorted(Counter(r["status"] for r in results).items())
+        if status != "ok"
+    ]
+    line = f"{len(results)} result(s): {', '.join(parts) or 'none'}"
+    if shown_all or not graded["none"]:
+        return line
+    return f"{line}; those at none not listed (--verbose lists them)"
 
 
 def format_alerts(report: Mapping[str, Any]) -> str:
