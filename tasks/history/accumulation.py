@@ -267,8 +267,8 @@ def apply_claims(graded: list[Graded], earlier: list[Earlier], batch_id: str, bu
         result = graded_metric.result
         result.severity = worst_severity((result.severity, budget.config.severity))
         result.metrics[f"{graded_metric.metric}_sustained_z"] = sustained["z"]
-        result.details["sustained"] = sustained
         said = sentence(result, sustained, budget, graded_metric.evidence.higher_is_worse)
+        result.details["sustained"] = {**sustained, "sentence": said}
         result.reason = f"{result.reason}; {said}" if result.reason else said
     return len(claims)
 
