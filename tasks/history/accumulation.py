@@ -245,12 +245,12 @@ def sentence(result: CheckResult, sustained: Mapping[str, Any], budget: Budget, 
     """The claim in words, appended to the result's reason."""
     subject = result.check if result.target == "*" else result.target
     side = "above" if higher_is_worse else "below"
-    windows = len(WINDOWS)
+    metrics = f"{budget.tests} metric{'' if budget.tests == 1 else 's'}"
     return (
         f"over the last {sustained['window']} batches, {sustained['metric']} of {subject} stayed {side} "
         f"its reference level (mean excess {format_number(sustained['mean_excess'])}, "
         f"z {sustained['z']:.1f} ≥ {sustained['level']:.1f} for 1 false page per "
-        f"{budget.config.expected_run_length:g} runs over {budget.tests} metrics × {windows} windows)"
+        f"{budget.config.expected_run_length:g} runs over {metrics} × {len(WINDOWS)} windows)"
     )
 
 
