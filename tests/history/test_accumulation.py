@@ -154,3 +154,20 @@ def test_a_claim_raises_the_result_and_says_why(store: Engine, database_url: str
         "excess 0.02, z 4.0 ≥ 2.8 for 1 false page per 100 runs over 1 metric × 4 windows)"
     )
     assert Evidence.from_dict(result.evidence["share_change"]).estimate == 0.02
+
+
+def test_the_documented_configuration_is_the_default_and_loads() -> None:
+    """The `alerts.sustained` example of docs/grading.md validates, and states the defaults."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from driftline.tasks.alerts.config import AlertConfig
+
+    doc = (Path(__file__).parents[2] / "docs" / "grading.md").read_text()
+    (example,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, re.S) if "sustained:" in b]
+    config = AlertConfig(**yaml.safe_load(example)["alerts"])
+    assert config.sustained == AlertConfig().sustained == SustainedConfig()
+    with pytest.raises(ValueError, match="expected_run_length"):
+        AlertConfig(sustained={"expected_run_length": 1})
