@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -82,6 +83,7 @@ class Earlier:
         return float(p), effect
 
 
+@cache
 def is_audit(check: str, metric: str) -> bool:
     """True when the check declares the metric an audit of the batch alone (not against the reference)."""
     try:
