@@ -72,9 +72,19 @@ def results_table(
             plain(comparison_line(r) or format_metrics(r.get("metrics") or {}, r.get("thresholds"))),
             format_number(r.get("failing_rows")),
             format_number(r.get("model_impact")),
-            plain((r.get("reason") or "")[:120]),
+            plain(reason_cell(r)),
         )
     return table
+
+
+def reason_cell(result: Mapping[str, Any], width: int = 120) -> str:
+    """A result's reason cut to `width`, with a sustained claim's sentence (`details.sustained`) kept
+    whole on a line of its own."""
+    reason = result.get("reason") or ""
+    sentence = ((result.get("details") or {}).get("sustained") or {}).get("sentence")
+    if not sentence or not reason.endswith(sentence):
+        return reason[:width]
+    return f"{reason.removesuffix(sentence).removesuffix('; ')[:width]}\n{sentence}"
 
 
 def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -> Table:

@@ -30,6 +30,7 @@ from driftline.tasks.attribution_plots import drawn_figures
 from driftline.tasks.context import RunContext, RunOptions
 from driftline.tasks.drift_overview import drift_overview
 from driftline.tasks.driver import CheckJob, Driver
+from driftline.tasks.history.accumulation import accumulate_evidence
 from driftline.tasks.importance import attach_importance, reference_importance
 from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
 from driftline.tasks.plan import SCHEMA_CHECK, CheckPlan, Evaluation
@@ -231,6 +232,7 @@ def conclude_run(context: RunContext, ran: Ran, prepared: PreparedReference) -> 
     """After the checks, whatever evaluated them: store, alert, join late labels, retrain and report."""
     spec, driver, options = context.spec, context.driver, context.options
     results = grade_run(ran.results, spec.alerts.confidence)
+    accumulate_evidence(context, ran, prepared, results)
     attach_importance(results, reference_importance(prepared, context.cache.directory))
     overview = drift_overview(results)
     if overview is not None:

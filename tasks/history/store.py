@@ -308,17 +308,20 @@ def _number(value: Any, check: str, target: str, name: str) -> float | None:
 ESTIMATE_CHECKS = ("performance.estimated", "performance.estimated_regression")
 
 
-def runs_without_labels(engine: Engine, monitor: str, *, exclude: str, limit: int) -> list[str]:
-    """Batch ids of the monitor's completed runs (passed or failed) whose labels were never joined,
-    newest first, among its `limit` newest completed runs other than `exclude`."""
+def runs_without_labels(
+    engine: Engine, monitor: str, *, exclude: str, limit: int
+) -> list[tuple[str, datetime]]:
+    """(batch id, batch time) of the monitor's completed runs (passed or failed) whose labels were
+    never joined, newest first, among its `limit` newest completed runs other than `exclude`."""
     query = (
-        select(RUNS.c.batch_id, RUNS.c.details)
+        select(RUNS.c.batch_id, RUNS.c.batch_time, RUNS.c.details)
         .where(RUNS.c.monitor == monitor, RUNS.c.batch_id != exclude, RUNS.c.status.in_(("passed", "failed")))
         .order_by(RUNS.c.batch_time.desc(), RUNS.c.id.desc())
         .limit(limit)
     )
     with engine.connect() as conn:
-        return [row.batch_id for row in conn.execute(query) if "labels" not in (row.details or {})]
+        rows = conn.execute(query).all()
+    return [(row.batch_id, as_utc(row.batch_time)) for row in rows if "labels" not in (row.details or {})]
 
 
 def record_late_results(
