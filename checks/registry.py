@@ -95,6 +95,15 @@ def get(name: str, base_dir: Path | None = None) -> type[Check]:
         raise CheckInputError(f"unknown check {name!r}{hint}") from None
 
 
+def known(name: str) -> type[Check] | None:
+    """The class registered as `name` (a catalog check, importing its catalog module, or a check this
+    process loaded already); None for any other name. For names read back from results or the history:
+    a stored name is data, so nothing else is imported (no `module:Class` path, no entry point)."""
+    if name not in _REGISTRY and name in CATALOG:
+        importlib.import_module(CATALOG[name])
+    return _REGISTRY.get(name)
+
+
 def _registered(cls: type[Check]) -> type[Check]:
     """A custom check class, registered under its name; a name the catalog or another class holds is
     a `CheckInputError`."""
