@@ -45,9 +45,12 @@ def imported(path: str, base_dir: Path | None, form: str) -> Any:
     if not module_name or not attribute:
         raise ImportPathError(f"expected the form {form}")
     try:
-        return getattr(import_beside(module_name, base_dir), attribute)
+        module = import_beside(module_name, base_dir)
     except (ImportError, AttributeError) as exc:
         raise ImportPathError(str(exc)) from exc
+    if not hasattr(module, attribute):
+        raise ImportPathError(f"module {module_name!r} has no attribute {attribute!r}")
+    return getattr(module, attribute)
 
 
 def imported_check(path: str, base_dir: Path | None = None) -> type[Check]:

@@ -70,20 +70,22 @@ def _package(folder: Path) -> str:
 
 @contextmanager
 def _plain_names(package: str, names: frozenset[str]) -> Iterator[None]:
-    """Within the block, a plain import of one of the folder's module `names` gives the module of the
-    folder's `package`; the modules those names meant before are back afterwards."""
+    """Within the block, a plain import of one of the folder's module `names` that nothing has imported
+    yet gives the module of the folder's `package`; afterwards those plain names are free again. A
+    module already imported under such a name (the standard library's `code`, say) stays what it is."""
     finder = _FolderFinder(package, names)
-    shadowed = {n: m for n, m in sys.modules.items() if top_level(n) in names}
-    for name in shadowed:
-        del sys.modules[name]
     sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
         sys.meta_path.remove(finder)
-        for name in [n for n in sys.modules if top_level(n) in names]:
+        ours = [
+            name
+            for name, module in sys.modules.items()
+            if top_level(name) in names and getattr(module, "__name__", "").startswith(f"{package}.")
+        ]
+        for name in ours:
             del sys.modules[name]
-        sys.modules.update(shadowed)
 
 
 class _FolderFinder(importlib.abc.MetaPathFinder):

@@ -121,3 +121,23 @@ def test_two_monitors_with_a_revenue_check_py_each_run_their_own_check(tmp_path:
         "second": {"schema.columns", "data.summary", "business.revenue_at_risk_b"},
     }
     assert stored(second, "business.revenue_at_risk_b")
+
+
+def test_a_folder_s_modules_are_its_own_and_leave_imported_ones_alone(tmp_path: Path) -> None:
+    """Loaded twice, a folder gives the same module; its neighbours resolve within the folder; a file
+    named like a module already imported (`json.py`) does not replace it."""
+    from driftline.checks.spec_modules import import_beside, plain_name
+
+    loaded = {}
+    for value in ("a", "b"):
+        folder = tmp_path / value
+        folder.mkdir()
+        (folder / "helpers.py").write_text(f"VALUE = {value!r}\n")
+        (folder / "json.py").write_text("raise RuntimeError('the folder shadowed json')\n")
+        (folder / "probe.py").write_text("import json\n\nfrom helpers import VALUE\n\nDUMPS = json.dumps\n")
+        loaded[value] = import_beside("probe", folder)
+        assert import_beside("probe", folder) is loaded[value]
+    assert (loaded["a"].VALUE, loaded["b"].VALUE) == ("a", "b")
+    assert loaded["a"].DUMPS is sys.modules["json"].dumps
+    assert loaded["a"].__name__ != loaded["b"].__name__ and plain_name(loaded["a"].__name__) == "probe"
+    assert import_beside("json", None) is sys.modules["json"]  # no folder: the usual import path
