@@ -181,3 +181,20 @@ def test_a_refused_value_is_rejected_and_a_lost_connection_is_transient(database
     assert failure_kind(lost.value) == "transient"
     assert failure_kind(StoreUnavailable("history database is unavailable")) == "transient"
     assert failure_kind(ValueError("result x/y: rows = 'a' is not a number")) == "rejected"
+
+
+def test_a_long_metric_name_is_cut_in_every_field_keyed_by_it_the_same_way_each_time() -> None:
+    from driftline.tasks.history.storable import storable_result
+
+    name = "m" * 150
+    result = {
+        "check": "c",
+        "target": "t",
+        "metrics": {name: 1.0, "psi": 2.0},
+        "thresholds": {name: [1, 2, 3]},
+    }
+    first, again = storable_result(result), storable_result(result)
+    [short] = [m for m in first["metrics"] if m != "psi"]
+    assert first == again and len(short) == 100 and short.startswith("m" * 80)
+    assert first["thresholds"] == {short: [1, 2, 3]} and first["details"]["metric_full"] == {short: name}
+    assert storable_result({**result, "reason": "a\x00b\ud800"})["reason"] == "ab?"
