@@ -22,7 +22,6 @@ from driftline.checks import registry
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.domains import stopping_problem
-from driftline.checks.errors import CheckInputError
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.checks.schema import stopping_problems
 from driftline.checks.slice_codes import SliceCodes, sharing_codes
@@ -288,10 +287,8 @@ def _late_labels(context: RunContext, batch_id: str, prepared: PreparedReference
 
 def family_of(check: str) -> str:
     """A result's check family: its class's, or the first part of its name (`run.drifted_features`)."""
-    try:
-        return registry.get(check).family
-    except CheckInputError:
-        return check.split(".", 1)[0]
+    known = registry.known(check)
+    return known.family if known is not None else check.split(".", 1)[0]
 
 
 def retraining_failures(retrain: RetrainSpec, summary: RunSummary) -> list[CheckResult]:
