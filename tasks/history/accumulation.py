@@ -282,7 +282,7 @@ def accumulate_evidence(
     the monitor's recent batches against the same reference. Off with `alerts.sustained.enabled:
     false`; when the history cannot be read, skipped with one log line."""
     from driftline.tasks.history.db import connected_store
-    from driftline.tasks.persist import one_line
+    from driftline.tasks.history.failures import one_line
 
     config, logger = context.spec.alerts.sustained, context.driver.logger
     graded = accumulating(results) if config.enabled else []
