@@ -25,7 +25,7 @@ def result(check: str, target: str, severity: str = "none", **extra: object) -> 
     }
 
 
-def printed(results: list[dict], show_ok: bool = True) -> str:
+def printed(results: list[dict], show_ok: bool = True, **summary_fields: object) -> str:
     out = io.StringIO()
     summary = {
         "monitor": "m",
@@ -35,6 +35,7 @@ def printed(results: list[dict], show_ok: bool = True) -> str:
         "worst_severity": "high",
         "results": results,
         "stored": "sqlite",
+        **summary_fields,
     }
     print_summary(SafeConsole(file=out, width=200), summary, show_ok=show_ok)
     return out.getvalue()
@@ -72,19 +73,7 @@ def test_the_counts_line_adds_up_severities_and_statuses_and_names_the_report() 
         result("drift.text", "E", status="skipped", reason="no text column"),
         result("drift.numeric", "F", status="error", reason="boom"),
     ]
-    out = io.StringIO()
-    summary = {
-        "monitor": "m",
-        "batch_id": "b",
-        "rows": 100,
-        "status": "failed",
-        "worst_severity": "high",
-        "results": results,
-        "stored": "sqlite",
-        "report": "/tmp/reports/m/b/report.html",
-    }
-    print_summary(SafeConsole(file=out, width=200), summary, show_ok=False)
-    text = out.getvalue()
+    text = printed(results, show_ok=False, report="/tmp/reports/m/b/report.html")
     assert "6 result(s): 1 high, 1 low, 2 none, 1 error, 1 skipped; those at none not listed" in text
     assert "report: /tmp/reports/m/b/report.html" in text
     assert "│ C " not in text and "│ A " in text
