@@ -217,11 +217,18 @@ class SustainedConfig(BaseModel):
 
 
 class AlertConfig(BaseModel):
-    """When a run alerts (`min_severity`) and where the alert goes (Slack, else the console)."""
+    """When an incident opens (`min_severity`) and resolves (`resolve_after`), and where the alert goes
+    (Slack, else the console)."""
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     min_severity: AlertSeverity = "medium"
+    resolve_after: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="consecutive graded runs below min_severity that resolve an open incident (1: the first)",
+    )
     confidence: float = Field(
         0.99,
         gt=0.5,

@@ -16,11 +16,21 @@ from tests.alerts.builders import result
 
 
 def _run(
-    engine: Engine, batch_id: str, results: Sequence[dict[str, Any]], min_severity: str = "medium"
+    engine: Engine,
+    batch_id: str,
+    results: Sequence[dict[str, Any]],
+    min_severity: str = "medium",
+    resolve_after: int = 1,
 ) -> list[tuple[str, str, str, str, str | None]]:
+    """The changes of one run; `resolve_after` 1 (resolve on the first quiet run) unless given."""
     with Session(engine) as session, session.begin():
         changes = apply_incidents(
-            session, monitor="m", batch_id=batch_id, results=results, min_severity=min_severity
+            session,
+            monitor="m",
+            batch_id=batch_id,
+            results=results,
+            min_severity=min_severity,
+            resolve_after=resolve_after,
         )
     return sorted(_summary(c) for c in changes)
 
@@ -119,6 +129,7 @@ def test_monitors_keep_separate_incidents(engine: Engine) -> None:
             batch_id="b1",
             results=[result("drift.numeric", "age", "high")],
             min_severity="medium",
+            resolve_after=1,
         )
     assert [c.kind for c in other] == ["opened"]
 
@@ -138,7 +149,7 @@ def test_worst_ok_result_of_a_key_counts() -> None:
 def test_change_carries_the_result_and_incident_id(engine: Engine) -> None:
     row = result("drift.numeric", "age", "high", metrics={"psi": 0.41})
     with Session(engine) as session, session.begin():
-        (change,) = apply_incidents(session, monitor="m", batch_id="b1", results=[row], min_severity="low")
+        (change,) = apply_incidents(session, monitor="m", batch_id="b1", results=[row], min_severity="low", resolve_after=1)
         assert change.result["metrics"] == {"psi": 0.41}
     with Session(engine) as session:
         assert session.get(Incident, change.incident_id) is not None

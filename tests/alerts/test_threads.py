@@ -21,8 +21,9 @@ from tests.alerts.slack_server import Reply, SlackStandIn, closed_port_url
 
 
 def _config(base_url: str, **alerts: Any) -> AlertConfig:
+    """A bot channel; an incident resolves on its first quiet run, so a resolution takes one batch."""
     slack = {"channel": "#ml-alerts", "base_url": base_url, **alerts.pop("slack", {})}
-    return AlertConfig.model_validate({"slack": slack, **alerts})
+    return AlertConfig.model_validate({"slack": slack, "resolve_after": 1, **alerts})
 
 
 def _run(engine: Engine, config: AlertConfig, batch_id: str, *results: dict[str, Any]) -> AlertReport:
