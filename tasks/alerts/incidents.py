@@ -63,7 +63,9 @@ def graded_results(results: Iterable[Mapping[str, Any]]) -> dict[Key, dict[str, 
     return graded
 
 
-def _details(result: Mapping[str, Any], kept: Mapping[str, Any] | None = None, quiet: int = 0) -> dict[str, Any]:
+def _details(
+    result: Mapping[str, Any], kept: Mapping[str, Any] | None = None, quiet: int = 0
+) -> dict[str, Any]:
     """The incident's `details` after `result`: what it kept (e.g. `retrained`), the result's latest
     severity, metrics and thresholds, and the count of consecutive quiet runs."""
     return {
