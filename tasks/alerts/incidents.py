@@ -7,7 +7,8 @@ on every run. It resolves only after `resolve_after` consecutive graded runs bel
 that dips below the threshold for a run or two stays one incident instead of opening and resolving
 again. The latest severity and metrics are kept in `details`. Results that are `skipped` or `error`
 neither open, resolve nor count towards the quiet runs; a re-run of the batch an incident last saw
-counts once.
+counts once. `details.retrained` names the batch that requested retraining for the incident
+(`tasks/retrain_trigger.py`); like every detail not set by a run, it is kept across runs.
 
 Incidents follow batch time, not processing order: a run of a batch older than the monitor's newest
 completed batch (a re-run, or a late backfill) updates history but leaves every incident as the newer
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
@@ -31,6 +32,7 @@ from driftline.tasks.history.store import RESTARTABLE
 
 ChangeKind = Literal["opened", "escalated", "resolved"]
 Key = tuple[str, str]
+RETRAINED = "retrained"  # the detail naming the batch that requested the incident's retraining
 
 
 @dataclass(frozen=True)
@@ -193,3 +195,34 @@ def apply_incidents(
         )
         for kind, incident, previous, result in pending
     ]
+
+
+class OpenIncident(NamedTuple):
+    """An open incident's id and the batch that requested its retraining (None: not requested yet)."""
+
+    id: int
+    retrained: str | None
+
+
+def open_incidents_of(session: Session, monitor: str, keys: Iterable[Key]) -> dict[Key, OpenIncident]:
+    """The open incident of each (check, target) in `keys` that has one."""
+    wanted = set(keys)
+    rows = session.execute(
+        select(Incident.id, Incident.check, Incident.target, Incident.details).where(
+            Incident.monitor == monitor,
+            Incident.status == "open",
+            Incident.check.in_({check for check, _ in wanted}),
+        )
+    )
+    return {
+        (row.check, row.target): OpenIncident(row.id, (row.details or {}).get(RETRAINED))
+        for row in rows
+        if (row.check, row.target) in wanted
+    }
+
+
+def mark_retrained(session: Session, incident_ids: Iterable[int], batch_id: str) -> None:
+    """Record in the details of each incident not marked yet that `batch_id` requested its retraining."""
+    for incident in session.scalars(select(Incident).where(Incident.id.in_(list(incident_ids)))):
+        if not (incident.details or {}).get(RETRAINED):
+            incident.details = {**(incident.details or {}), RETRAINED: batch_id}
