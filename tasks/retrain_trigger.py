@@ -5,7 +5,8 @@ With `when: incident` (the default) a failure retrains through its open incident
 first fails at `retrain.min_severity` while the incident is open requests it, and the incident keeps
 `retrained: <batch>` in its details, so later runs of it (and re-runs of that batch) do not. When the
 run has no incidents to go by (alerts off, as in a backfill, or not processed because the history
-store was out of reach) every failing run requests it, as `when: every_run` does.
+store was out of reach), or is asked to retrain whatever the batch's age (`backfill --retrain`), every
+failing run requests it, as `when: every_run` does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from driftline.checks import registry
 from driftline.checks.result import CheckResult
-from driftline.tasks.retrain import RetrainRequest, older_batch_skip
+from driftline.tasks.retrain import RETRAIN_ALWAYS, RetrainRequest, older_batch_skip
 from driftline.tasks.spec import MonitorSpec, RetrainSpec
 
 if TYPE_CHECKING:
@@ -91,10 +92,11 @@ def start_retraining(
     skipped = older_batch_skip(context, summary.batch_id, batch_time)
     if skipped is not None:
         return skipped
-    found = _incidents_of(context, summary, failing) if retrain.when == "incident" else None
+    per_run = _per_run(context, summary)
+    found = None if per_run else _incidents_of(context, summary, failing)
     if found is None:
         chosen: list[tuple[CheckResult, int | None]] = [(r, None) for r in failing]
-        how = " (every run)" if retrain.when == "every_run" else " (every run: no incidents for this run)"
+        how = f" ({per_run or 'every run: the incidents could not be read'})"
     else:
         due = [(r, found[(r.check, r.target)]) for r in failing if (r.check, r.target) in found]
         chosen = [(r, incident.id) for r, incident in due if incident.retrained is None]
@@ -123,13 +125,22 @@ def _why_not(batch_id: str, due: Sequence[tuple[CheckResult, OpenIncident]]) -> 
     return "retraining already requested for " + ", ".join(f"incident {i} at batch {b}" for i, b in done)
 
 
+def _per_run(context: RunContext, summary: RunSummary) -> str | None:
+    """Why this run retrains without going by incidents, or None when it goes by them."""
+    if context.spec.retrain is not None and context.spec.retrain.when == "every_run":
+        return "every run"
+    if context.options.retrain == RETRAIN_ALWAYS:
+        return "every failing batch: asked whatever its age"
+    if "changes" not in summary.alerts:
+        return "every run: no incidents for this run, its alerts were not processed"
+    return None
+
+
 def _incidents_of(
     context: RunContext, summary: RunSummary, failing: Sequence[CheckResult]
 ) -> dict[tuple[str, str], OpenIncident] | None:
-    """The open incidents of the failures, or None when this run has none to go by: its alerts were
-    not processed, or the store cannot be read (a failing model is retrained rather than missed)."""
-    if "changes" not in summary.alerts:
-        return None
+    """The open incidents of the failures, or None when the store cannot be read (a failing model is
+    retrained rather than missed)."""
     from sqlalchemy.orm import Session
 
     from driftline.tasks.alerts.incidents import open_incidents_of
