@@ -29,9 +29,11 @@ START = datetime(2025, 1, 6, tzinfo=UTC)
 PREPARED = PreparedReference(pd.DataFrame({"x": [1.0, 2.0]}), Columns(numeric=["x"]), "0" * 64, None)
 
 
-def _spec(tmp_path: Path, url: str, calls: Path, **retrain: Any) -> MonitorSpec:
-    """A monitor whose retraining command appends the batch id of each call to `calls`."""
-    script = "import os, sys; open(sys.argv[1], 'a').write(os.environ['DRIFTLINE_BATCH_ID'] + '\\n')"
+APPEND = "import os, sys; open(sys.argv[1], 'a').write(os.environ['DRIFTLINE_BATCH_ID'] + '\\n')"
+
+
+def _spec(tmp_path: Path, url: str, calls: Path, script: str = APPEND, **retrain: Any) -> MonitorSpec:
+    """A monitor whose retraining command (by default) appends the batch id of each call to `calls`."""
     data = {
         "name": "flights",
         "reference": {"path": "reference.parquet"},
@@ -134,3 +136,14 @@ def test_retraining_through_incidents_needs_them_to_open_at_its_severity(tmp_pat
     with pytest.raises(ValidationError, match=r"below alerts\.min_severity medium"):
         _spec(tmp_path, url, tmp_path / "calls.txt", min_severity="low")
     assert _spec(tmp_path, url, tmp_path / "calls.txt", min_severity="low", when="every_run").retrain
+
+
+def test_a_request_that_failed_everywhere_is_tried_again_by_the_next_run(
+    database_url: str, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.txt"
+    fails_first = APPEND + "; sys.exit(3 if os.environ['DRIFTLINE_BATCH_ID'] == 'w00' else 0)"
+    summaries = _runs(_spec(tmp_path, database_url, calls, script=fails_first), [("high", "none")] * 3)
+    assert _calls(calls) == ["w00", "w01"]
+    assert "exited with 3" in summaries[0].retraining["command"]["error"]
+    assert _incidents(database_url)[0][3]["retrained"] == "w01"
