@@ -192,4 +192,7 @@ def format_retraining(outcome: Mapping[str, Any]) -> str:
         done.append(f"started flow run {outcome['flow_run_id']}")
     if outcome.get("event"):
         done.append(f"emitted driftline.monitor.failed ({outcome['event']})")
-    return ", ".join(done) or "nothing to do"
+    incidents = outcome.get("incidents")
+    named = f"incident{'s' if len(incidents or ()) > 1 else ''} {', '.join(map(str, incidents or ()))}"
+    reason = f" (for {named})" if incidents else ""
+    return (", ".join(done) or "nothing to do") + reason

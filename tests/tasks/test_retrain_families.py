@@ -51,6 +51,8 @@ def test_retrain_on_names_the_families_or_checks_that_may_start_it() -> None:
 def test_the_cli_line_says_what_each_action_did() -> None:
     assert format_retraining({"command": {"returncode": 0}}) == "command: ran, exit 0"
     assert format_retraining({"webhook": {"status": 202}}) == "webhook: called, HTTP 202"
+    once = {"command": {"returncode": 0}, "incidents": [12, 14]}
+    assert format_retraining(once) == "command: ran, exit 0 (for incidents 12, 14)"
     skipped = {"command": {"skipped": "already started for this batch and reference"}}
     assert (
         format_retraining(skipped) == "command: not run again (already started for this batch and reference)"
