@@ -92,7 +92,7 @@ def start_retraining(
     skipped = older_batch_skip(context, summary.batch_id, batch_time)
     if skipped is not None:
         return skipped
-    per_run = _per_run(context, summary)
+    per_run = _per_run(context, retrain, summary)
     found = None if per_run else _incidents_of(context, summary, failing)
     if found is None:
         chosen: list[tuple[CheckResult, int | None]] = [(r, None) for r in failing]
@@ -125,9 +125,9 @@ def _why_not(batch_id: str, due: Sequence[tuple[CheckResult, OpenIncident]]) -> 
     return "retraining already requested for " + ", ".join(f"incident {i} at batch {b}" for i, b in done)
 
 
-def _per_run(context: RunContext, summary: RunSummary) -> str | None:
+def _per_run(context: RunContext, retrain: RetrainSpec, summary: RunSummary) -> str | None:
     """Why this run retrains without going by incidents, or None when it goes by them."""
-    if context.spec.retrain is not None and context.spec.retrain.when == "every_run":
+    if retrain.when == "every_run":
         return "every run"
     if context.options.retrain == RETRAIN_ALWAYS:
         return "every failing batch: asked whatever its age"
