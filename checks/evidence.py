@@ -133,6 +133,17 @@ def proportion_change(
     return normal(rate - ref_rate, se, higher_is_worse)
 
 
+def estimated_rate_change(
+    hits: float, rows: int, expected_rate: float, expected_variance: float, higher_is_worse: bool = True
+) -> Evidence:
+    """Evidence of a batch rate's change from a rate a clean batch is expected to show, estimated from
+    the reference with a known variance (a Good–Turing or leave-one-out estimate, whose variance is
+    not binomial): the batch side has the Agresti–Caffo standard error, the two variances add up."""
+    adj = (hits + 1) / (rows + 2)
+    se = math.sqrt(adj * (1 - adj) / (rows + 2) + max(expected_variance, 0.0))
+    return normal(hits / rows - expected_rate, se, higher_is_worse)
+
+
 def auc_standard_error(auc: float, positives: int, negatives: int) -> float:
     """Hanley–McNeil (1982) standard error of an AUC from the class sizes."""
     if positives < 1 or negatives < 1:
