@@ -110,6 +110,8 @@ class _LeftOutRate(RateCheck):
     """A rate check whose clean rate is a leave-one-out estimate (`left_out_rate`): its profile holds
     `clean_variance` beside `clean`, and the increase is graded on both sides' variances."""
 
+    __profile_version__: ClassVar[int] = 2
+
     def _evidence(
         self, profile: dict[str, Any], usable_rows: int, failing_rows: int, details: dict[str, Any]
     ) -> dict[str, Evidence]:

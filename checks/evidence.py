@@ -122,6 +122,45 @@ def divergence_evidence(
     return Evidence(float(observed), "scaled_chi2", variance / (2 * mean), 2 * mean * mean / variance)
 
 
+def split_evidence(
+    statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    reference_counts: Sequence[float],
+    current_counts: Sequence[float],
+    observed: float,
+    draws: int = NULL_DRAWS,
+    seed: int = 0,
+) -> Evidence:
+    """Evidence of a divergence whose bins the statistic itself chooses from the reference's counts
+    (categories frequent in the reference): its no-change distribution is simulated by splitting each
+    cell's pooled count between the two samples at random, binomially in proportion to their sizes
+    (the rows of both samples exchanged, as a permutation test does), so that whatever the statistic
+    reads off the reference is drawn again with it; then matched to `scale · χ²(df)` by mean and
+    variance. `statistic` maps two (draws × cells) count arrays to one value per row. Seeded.
+
+    Such a statistic can be exactly 0 on many draws (no category frequent enough for a bin of its
+    own): only the positive draws are matched, whose tail bounds the whole null's from above, and
+    with fewer than two of them the estimate is taken as its own noise (normal, standard error equal
+    to the estimate), which grades nothing."""
+    ref = np.asarray(reference_counts, dtype=np.int64)
+    pooled = ref + np.asarray(current_counts, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    drawn = rng.binomial(pooled, ref.sum() / pooled.sum(), size=(draws, len(pooled)))
+    null = statistic(drawn, pooled - drawn)
+    positive = null[null > 0]
+    if len(positive) < 2:
+        return normal(observed, abs(observed))
+    return fitted_noise(observed, positive)
+
+
+def fitted_noise(observed: float, null: np.ndarray) -> Evidence:
+    """Evidence of `observed` against simulated no-change values: `scale · χ²(df)` matched to their
+    mean and variance (Satterthwaite); no noise at all when they do not vary."""
+    mean, variance = float(np.mean(null)), float(np.var(null, ddof=1))
+    if not mean > 0 or not variance > 0:
+        return normal(observed, 0.0)
+    return Evidence(float(observed), "scaled_chi2", variance / (2 * mean), 2 * mean * mean / variance)
+
+
 def proportion_change(
     hits: float, rows: int, reference_hits: float, reference_rows: int, higher_is_worse: bool = True
 ) -> Evidence:
