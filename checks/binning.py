@@ -154,7 +154,7 @@ def category_psi_evidence(
         min_rows=min_rows,
         smoothing=smoothing,
     )
-    return split_evidence(statistic, ref, cur, value, draws)
+    return split_evidence(statistic, (ref, cur), value, draws=draws)
 
 
 def expected_pooled(

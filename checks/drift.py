@@ -24,7 +24,7 @@ depend on the whole label column, do not merge.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -66,6 +66,17 @@ PSI_METRIC = Metric(
         "scaled chi-square; the bound subtracts that no-change noise"
     ),
     figure="distribution",
+)
+CATEGORY_PSI_METRIC = replace(
+    PSI_METRIC,
+    change=(
+        "PSI of the batch's shares against the reference's, over the reference's categories of at least "
+        "`min_category_rows` rows and one bin for the rare and unseen ones"
+    ),
+    uncertainty=(
+        "simulated: the PSI of the rows of both samples exchanged at random, the bins chosen again from "
+        "each draw's reference, matched to a scaled chi-square; the bound subtracts that no-change noise"
+    ),
 )
 SHARE_METRIC = Metric(
     (0.015, 0.03, 0.06),
@@ -500,6 +511,7 @@ class CategoricalDrift(_FeatureDrift):
 
     name: ClassVar[str] = "drift.categorical"
     needs: ClassVar[frozenset[str]] = frozenset({"categorical"})
+    declared_metrics: ClassVar[Mapping[str, Metric]] = {"psi": CATEGORY_PSI_METRIC}
 
     min_category_rows: int = MIN_CATEGORY_ROWS
     skip_identifiers: bool = True

@@ -124,9 +124,9 @@ def divergence_evidence(
 
 def split_evidence(
     statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    reference_counts: Sequence[float],
-    current_counts: Sequence[float],
+    counts: tuple[Sequence[float], Sequence[float]],
     observed: float,
+    *,
     draws: int = NULL_DRAWS,
     seed: int = 0,
 ) -> Evidence:
@@ -135,14 +135,15 @@ def split_evidence(
     cell's pooled count between the two samples at random, binomially in proportion to their sizes
     (the rows of both samples exchanged, as a permutation test does), so that whatever the statistic
     reads off the reference is drawn again with it; then matched to `scale · χ²(df)` by mean and
-    variance. `statistic` maps two (draws × cells) count arrays to one value per row. Seeded.
+    variance. `counts` are the reference's and the batch's per cell; `statistic` maps two
+    (draws × cells) count arrays to one value per row. Seeded.
 
     Such a statistic can be exactly 0 on many draws (no category frequent enough for a bin of its
     own): only the positive draws are matched, whose tail bounds the whole null's from above, and
     with fewer than two of them the estimate is taken as its own noise (normal, standard error equal
     to the estimate), which grades nothing."""
-    ref = np.asarray(reference_counts, dtype=np.int64)
-    pooled = ref + np.asarray(current_counts, dtype=np.int64)
+    ref = np.asarray(counts[0], dtype=np.int64)
+    pooled = ref + np.asarray(counts[1], dtype=np.int64)
     rng = np.random.default_rng(seed)
     drawn = rng.binomial(pooled, ref.sum() / pooled.sum(), size=(draws, len(pooled)))
     null = statistic(drawn, pooled - drawn)
