@@ -164,7 +164,7 @@ class RareCategories(_LeftOutRate):
 
         def left_out_rare(reduced: np.ndarray) -> np.ndarray:
             """Counts rare in a reference of one row less (a count of 0 is unseen, not rare)."""
-            return (reduced >= 1) & rare_mask(reduced, *rules, total=rows - 1, categories=len(counts))
+            return (reduced >= 1) & rare_mask(reduced, *rules, total=max(rows - 1, 1), categories=len(counts))
 
         hits, variance = left_out_rate(counts, left_out_rare)
         return {

@@ -29,6 +29,8 @@ from driftline.checks.result import SEVERITIES, CheckResult, format_number, seve
 DEFAULT_CONFIDENCE = 0.99
 NOISES = ("normal", "scaled_chi2", "kolmogorov")
 NULL_DRAWS = 400
+# `split_evidence` draws at most this many cells at a time (draws x cells), about 16 MB a count array.
+SPLIT_CHUNK_CELLS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -145,8 +147,12 @@ def split_evidence(
     ref = np.asarray(counts[0], dtype=np.int64)
     pooled = ref + np.asarray(counts[1], dtype=np.int64)
     rng = np.random.default_rng(seed)
-    drawn = rng.binomial(pooled, ref.sum() / pooled.sum(), size=(draws, len(pooled)))
-    null = statistic(drawn, pooled - drawn)
+    share, chunk = ref.sum() / pooled.sum(), max(1, SPLIT_CHUNK_CELLS // len(pooled))
+    parts = []
+    for start in range(0, draws, chunk):  # a few draws at a time: memory stays flat over many cells
+        drawn = rng.binomial(pooled, share, size=(min(chunk, draws - start), len(pooled)))
+        parts.append(statistic(drawn, pooled - drawn))
+    null = np.concatenate(parts)
     positive = null[null > 0]
     if len(positive) < 2:
         return normal(observed, abs(observed))
