@@ -211,8 +211,9 @@ def test_clean_rates_are_unbiased_and_their_standard_errors_match_the_spread(che
     """400 clean reference/batch pairs of 2,000 rows from 200 Zipf-like categories: the increase
     averages 0 (within three simulation errors), its standard deviation is the stated standard
     error within 10% (the simulation's own error on an SD is about 3.5%), and P(p <= alpha) <= alpha.
-    The reference's own share of rows in the rare categories it chose understates the clean rate by
-    about 0.3 of a point, and a binomial error on the reference's share understates the SD by 1.5x."""
+    The reference's own share of rows in the rare categories it chose understated the clean rate by
+    1.8 points here (the low threshold is 0.1 of a point), and a binomial error on the share of values
+    seen once understated the unseen increase's SD 1.46 times (2,000 draws)."""
     draws = clean_rate_runs(check_class(), population(200, "zipf"), 2000, 2000, 400, seed=11)
     increase, se, p = draws[:, 0], draws[:, 1], draws[:, 2]
     spread = float(np.std(increase, ddof=1))
