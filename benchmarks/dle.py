@@ -42,6 +42,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.metrics import mean_absolute_error, root_mean_squared_error
 from threadpoolctl import threadpool_limits
 
+from benchmarks.alert_quality import PEERS, default_cache
 from benchmarks.measure import table, venv_python
 from driftline.checks.columns import Columns
 from driftline.checks.performance_dle import EstimatedRegressionPerformance
@@ -58,8 +59,8 @@ COLUMNS = Columns(
 )
 METRICS = ("mae", "rmse")
 REALISED = {"mae": mean_absolute_error, "rmse": root_mean_squared_error}
-NANNYML_VENV = Path.home() / ".cache" / "driftline-bench" / "nannyml"
-NANNYML = (["nannyml==0.13.0", "pandas<3", "statsmodels"], "nannyml", "0.13.0")
+NANNYML = PEERS["nannyml"]
+NANNYML_VENV = default_cache() / "venv-nannyml"  # the alert-quality benchmark's NannyML virtualenv
 VENV_WAIT_SECONDS = 600  # a virtualenv another benchmark is still installing is waited for, not cleared
 
 NANNYML_SCRIPT = """
