@@ -36,7 +36,11 @@ from driftline.checks.result import CheckResult
 
 METRICS = ("accuracy", "precision", "recall", "f1", "auc")
 CALIBRATION_MODES = ("auto", "always", "never")
-CALIBRATION_FOLDS = 5
+# NannyML's calibration test: 10 stratified shuffle splits holding out 10% each, seed 42
+CALIBRATION_SPLITS = 10
+CALIBRATION_HELD_OUT = 0.1
+CALIBRATION_SEED = 42
+SEPARATED_AUC = 0.999
 ECE_BINS = 10
 SHUFFLE_SEED = 0
 MIN_VERDICT_ROWS = 30
@@ -142,28 +146,37 @@ def expected_calibration_error(p: np.ndarray, truth: np.ndarray, bins: int = ECE
 
 
 def calibration_test(score: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
-    """Whether isotonic calibration makes the reference scores more faithful probabilities.
+    """Whether isotonic calibration makes the reference scores more faithful probabilities, decided
+    as NannyML's `needs_calibration` does.
 
-    Stratified k-fold on the reference (rows in canonical order): fit the isotonic map on k-1 folds,
-    compare the held-out ECE of the raw and the calibrated scores. Calibrate when the mean calibrated
-    ECE is lower, or when the scores are not probabilities (outside [0, 1]).
+    Ten seeded stratified shuffle splits of the reference's rows hold out 10% each; the
+    isotonic map fitted on the rest calibrates the held-out scores, and the ECE of the raw and of the
+    calibrated held-out scores, pooled over the splits, are compared. Calibrate when the calibrated
+    ECE is lower, or when the scores are not probabilities (outside [0, 1]); not when they already
+    rank the labels perfectly (AUC above 0.999).
     """
     if score.min() < 0 or score.max() > 1:
         return {"calibrate": True, "why": "scores outside [0, 1] are not probabilities"}
-    folds = min(CALIBRATION_FOLDS, int(truth.sum()), int((~truth).sum()))
-    if folds < 2:
+    if min(int(truth.sum()), int((~truth).sum())) < 2:
         return {"calibrate": True, "why": "too few rows of one class for a held-out test"}
-    from sklearn.model_selection import StratifiedKFold
+    if binary_auc(truth, score) > SEPARATED_AUC:
+        return {"calibrate": False, "why": f"the scores separate the labels (AUC above {SEPARATED_AUC})"}
+    from sklearn.model_selection import StratifiedShuffleSplit
 
-    raw, calibrated = [], []
-    for train, test in StratifiedKFold(n_splits=folds).split(score, truth):
-        mapped = IsotonicMap.fit(score[train], truth[train])(score[test])
-        raw.append(expected_calibration_error(score[test], truth[test]))
-        calibrated.append(expected_calibration_error(mapped, truth[test]))
-    ece_raw, ece_calibrated = float(np.mean(raw)), float(np.mean(calibrated))
+    splits = StratifiedShuffleSplit(
+        n_splits=CALIBRATION_SPLITS, test_size=CALIBRATION_HELD_OUT, random_state=CALIBRATION_SEED
+    )
+    held_out = [
+        (score[test], IsotonicMap.fit(score[train], truth[train])(score[test]), truth[test])
+        for train, test in splits.split(score, truth)
+    ]
+    raw, calibrated, labels = (np.concatenate(part) for part in zip(*held_out, strict=True))
+    ece_raw = expected_calibration_error(raw, labels)
+    ece_calibrated = expected_calibration_error(calibrated, labels)
     return {
         "calibrate": ece_calibrated < ece_raw,
-        "why": f"held-out ECE {ece_raw:.4f} raw vs {ece_calibrated:.4f} calibrated ({folds} folds)",
+        "why": f"held-out ECE {ece_raw:.4f} raw vs {ece_calibrated:.4f} calibrated "
+        f"({CALIBRATION_SPLITS} splits of {CALIBRATION_HELD_OUT:.0%})",
         "ece_raw": ece_raw,
         "ece_calibrated": ece_calibrated,
     }
@@ -313,8 +326,8 @@ class EstimatedPerformance(Check):
     clipped to [0, 1]), `reference` (realised on the reference), `estimated_reference` (the estimate
     on the reference) and `degradation` (estimated_reference - estimated), which is graded in the
     metric's units, like performance.overall's drops, with `standard_error` (the realised metric's
-    simulated spread on the batch, `realised_error`, and on the reference) as its noise; `details["band_coverage"]` is
-    the share of reference chunks whose realised metric the band held.
+    simulated spread on the batch, `realised_error`, and on the reference) as its noise;
+    `details["band_coverage"]` is the share of reference chunks whose realised metric the band held.
     """
 
     name: ClassVar[str] = "performance.estimated"
@@ -366,11 +379,12 @@ class EstimatedPerformance(Check):
         rows = _read(reference, columns, positive, classes, self.threshold, True, "reference")
         if len(rows.score) == 0:
             raise CheckInputError("no reference row with a label and a finite score")
-        rows = _canonical(rows)
         if self.calibration == "auto":
+            # in the reference's own row order, as NannyML splits it: the same file, the same decision
             decision = calibration_test(rows.score, rows.truth)
         else:
             decision = {"calibrate": self.calibration == "always", "why": f"calibration: {self.calibration}"}
+        rows = _canonical(rows)
         if not decision["calibrate"] and (rows.score.min() < 0 or rows.score.max() > 1):
             raise CheckInputError("scores outside [0, 1] must be calibrated (calibration: auto or always)")
         calibrator = IsotonicMap.fit(rows.score, rows.truth) if decision["calibrate"] else None
