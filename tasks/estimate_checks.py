@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from driftline.checks.result import CheckResult, format_number
+from driftline.tasks.history.store import ESTIMATE_CHECKS
 
-ESTIMATE_CHECKS = ("performance.estimated", "performance.estimated_regression")
 REALISED_CHECK = "performance.overall"
 LOOKBACK = 3  # the labelled batches looked at, newest first
 OUTSIDE = 2  # outside the band on this many of them: the assumption failed

@@ -4,7 +4,7 @@
 One call after grading: the run's own results and the monitor's stored ones of its newest
 `LOOKBACK_RUNS` runs (realised performance, joined late or not, and the estimates' bands) are read
 once; estimate results are annotated in place and the in-sample warning, if any, is returned as a
-result to add. A store that cannot be read is logged and changes nothing.
+result to add. A store that cannot be read is logged, and the run's own results are read alone.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def hindsight(
             stored = stored_values(engine, monitor, [r["batch_id"] for r in runs])
     except Exception as exc:
         log.warning("labelled history not read: %s: %s", type(exc).__name__, exc)
-        return []
+        runs, stored = [], {}
     newest = [(batch_id, own), *((r["batch_id"], stored.get(r["batch_id"], {})) for r in runs)]
     assess_estimates(results, [(b, v) for b, v in newest if labelled(v)])
     same = []
