@@ -15,7 +15,7 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 from driftline import load_spec, run_monitor
 from driftline.flows.render import make_console, print_summary
-from driftline.tasks.estimate_checks import Comparison, verdict
+from driftline.tasks.estimate_checks import Comparison, compared, verdict
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.query import read_history
 from tests.demo import write_spec
@@ -51,6 +51,20 @@ def test_two_of_three_outside_or_one_far_outside_fail_the_assumption():
     one = verdict("recall", [inside, far])
     assert one["failed"] and "far outside on batch a" in one["line"]
     assert verdict("recall", []) is None
+
+
+def test_the_band_widens_for_the_realised_spread_and_for_partial_labels():
+    """Band 0.74 ± 0.03 (three sampling errors of 0.01); a realised spread of 0.02 makes it ± 0.06,
+    and labels on a quarter of the 2,000 rows double that again (√4)."""
+    estimate = {"estimated": 0.74, "lower": 0.71, "upper": 0.77, "sampling_error": 0.01, "rows": 2000.0}
+    realised = {"current": 0.66, "rows": 2000.0}
+    plain = compared("a", estimate, realised)
+    assert (plain.lower, plain.upper) == pytest.approx((0.71, 0.77)) and plain.outside
+    wider = compared("a", {**estimate, "realised_error": 0.02}, realised)
+    assert (wider.lower, wider.upper) == pytest.approx((0.68, 0.80)) and wider.outside
+    partial = compared("a", {**estimate, "realised_error": 0.02}, {**realised, "rows": 500.0})
+    assert (partial.lower, partial.upper) == pytest.approx((0.62, 0.86)) and not partial.outside
+    assert compared("a", {**estimate, "estimated": float("nan")}, realised) is None
 
 
 # --- through runs ----------------------------------------------------------------------------------------
