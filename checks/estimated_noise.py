@@ -128,7 +128,10 @@ def realised_spread(
     like these: rows drawn with replacement (at most `SIMULATION_ROWS` a draw, the spread then scaled
     by √(drawn / rows)), labels drawn positive with probability p. Infinite for a metric undefined on
     more than `MAX_UNDEFINED_SHARE` of the draws."""
-    p = np.asarray(p, dtype=float)
+    # rows in an order fixed by their values, so that the draws do not depend on the batch's order
+    order = np.lexsort((np.asarray(predicted), np.asarray(p), np.asarray(score)))
+    p, predicted, score = (np.asarray(a)[order] for a in (p, predicted, score))
+    p = p.astype(float)
     rows = len(p) if rows is None else rows
     drawn = min(rows, SIMULATION_ROWS)
     rng = np.random.default_rng(seed)
