@@ -4,10 +4,10 @@ CBPE trusts the calibrated scores and DLE the loss model learnt on the reference
 both are wrong, and only labels show it. On every run, the batches that have labels (in the same run,
 or joined late) compare the realised metric (`performance.overall`'s `current`) with the estimate's
 band of the same batch. When the realised value lies outside the band on `OUTSIDE` of the last
-`LOOKBACK` labelled batches, or far outside it (beyond a second band's width) on one of them, the
-current run's estimate of that metric says so first in its `reason` and in `details["warning"]`
-(which the CLI and the report print as a line of their own), with the comparisons in
-`details["assumption"]`.
+`LOOKBACK` labelled batches, or far outside it (more than `FAR` band half-widths from the estimate)
+on one of them, the current run's estimate of that metric says so first in its `reason` and in
+`details["warning"]` (which the CLI, the report and the Slack run message print as a line of their
+own), with the comparisons in `details["assumption"]`.
 
 The band compared is the estimate's band (`lower`, `upper`), widened where the realised metric's own
 spread (`realised_error`, ± as many of them) is wider, and by √(rows / labelled rows) when labels
@@ -30,7 +30,8 @@ OUTSIDE = 2  # outside the band on this many of them: the assumption failed
 FAR = 2.0  # or beyond this many band half-widths from the estimate on one of them
 TRUST = "the estimate is not to be trusted under this shift"
 
-# batch id -> check -> target -> metric values (plus "rows": the result's rows)
+# check -> target -> metric values of one batch (plus "rows": the result's rows, and "high": the graded
+# metric's high threshold)
 Batch = Mapping[str, Mapping[str, Mapping[str, float]]]
 
 

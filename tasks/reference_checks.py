@@ -12,16 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from driftline.checks.result import CheckResult, format_number
+from driftline.tasks.estimate_checks import REALISED_CHECK, Batch
 
 REFERENCE_CHECK = "run.reference"
-REALISED_CHECK = "performance.overall"
 METRICS = ("auc", "accuracy", "f1")  # in the order a warning names the first that shows it
 FIRST = 3
 NAMES = {"auc": "AUC", "accuracy": "accuracy", "f1": "F1"}
 ADVICE = "take the reference from a held-out period after training"
-
-# batch id -> check -> target -> metric values (the result's thresholds under "high")
-Batch = Mapping[str, Mapping[str, Mapping[str, float]]]
 
 
 def far_below(values: Mapping[str, float]) -> bool:
