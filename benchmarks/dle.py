@@ -15,7 +15,8 @@ realised value and both estimates (means over the chunks), the estimates' mean a
 share of chunks whose band (± 3 sampling errors, both tools' default) holds the realised value, the
 chunks driftline grades medium or worse (a monitor's default alert; each chunk graded on its own, so
 at 99% over its two metrics) and those NannyML alerts on, driftline's grades, and the seconds each
-tool spent fitting and estimating (both on one thread). A last table compares each tool's estimate
+tool spent fitting and estimating (both on one thread). Then, chunk by chunk, the ratio of the two
+estimates and of their band half-widths. A last table compares each tool's estimate
 on the reference itself with the realised value: driftline's is cross-fitted (held out), NannyML's
 is in-sample.
 
@@ -42,6 +43,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.metrics import mean_absolute_error, root_mean_squared_error
 from threadpoolctl import threadpool_limits
 
+from benchmarks.alert_quality import PEERS, default_cache
 from benchmarks.measure import table, venv_python
 from driftline.checks.columns import Columns
 from driftline.checks.performance_dle import EstimatedRegressionPerformance
@@ -58,8 +60,8 @@ COLUMNS = Columns(
 )
 METRICS = ("mae", "rmse")
 REALISED = {"mae": mean_absolute_error, "rmse": root_mean_squared_error}
-NANNYML_VENV = Path.home() / ".cache" / "driftline-bench" / "nannyml"
-NANNYML = (["nannyml==0.13.0", "pandas<3", "statsmodels"], "nannyml", "0.13.0")
+NANNYML = PEERS["nannyml"]
+NANNYML_VENV = default_cache() / "venv-nannyml"  # the alert-quality benchmark's NannyML virtualenv
 VENV_WAIT_SECONDS = 600  # a virtualenv another benchmark is still installing is waited for, not cleared
 
 NANNYML_SCRIPT = """
@@ -231,6 +233,29 @@ def comparison_rows(truth: dict, tools: dict[str, dict]) -> list[tuple[Any, ...]
     return rows
 
 
+def ratio_rows(tools: dict[str, dict]) -> list[tuple[Any, ...]]:
+    """Per scenario and metric, chunk by chunk: driftline's estimate over NannyML's (mean, mean and
+    largest distance from 1) and the ratio of their band half-widths."""
+    rows = []
+    for scenario, by_metric in tools["driftline"]["scenarios"].items():
+        for metric, ours in by_metric.items():
+            theirs = tools["nannyml"]["scenarios"][scenario][metric]
+            ratio = np.array(ours["value"]) / np.array(theirs["value"])
+            half = np.array(ours["upper_confidence_boundary"]) - np.array(ours["value"])
+            peer_half = np.array(theirs["upper_confidence_boundary"]) - np.array(theirs["value"])
+            off = np.abs(ratio - 1)
+            rows.append(
+                (
+                    f"{scenario} {metric}",
+                    float(ratio.mean()),
+                    float(off.mean()),
+                    float(off.max()),
+                    float(np.mean(half / peer_half)),
+                )
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -252,6 +277,13 @@ def main() -> None:
         header += (f"{name} est", f"{name} |err|", f"{name} band", f"{name} alerts")
     header += ("driftline grades",)
     print(table(comparison_rows(realised(analysis), tools), header))
+    print()
+    print(
+        table(
+            ratio_rows(tools),
+            ("driftline / nannyml, per chunk", "mean ratio", "mean |ratio-1|", "max |ratio-1|", "band ratio"),
+        )
+    )
     print()
     print(
         table(

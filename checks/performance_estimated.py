@@ -8,7 +8,8 @@ E[TP] = Σ p·[pred=1], E[FP] = Σ (1-p)·[pred=1], E[FN] = Σ p·[pred=0], E[TN
 and accuracy, precision, recall and F1 follow from it; the expected ROC curve ranks rows by score
 with `p` and `1-p` as their positive and negative weights. A batch's estimate is graded against the
 estimator's own value on the reference (so an estimator's bias does not alarm for ever), with the
-spread of the realised metric over reference chunks as its noise. See docs/estimation.md.
+realised metric's spread simulated from the batch's own calibrated probabilities as its noise; the band
+shown around it is NannyML's sampling error (`checks.estimated_noise`). See docs/estimation.md.
 """
 
 from __future__ import annotations
@@ -23,13 +24,23 @@ from driftline.checks._attribution_kernels import binary_auc
 from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
+from driftline.checks.estimated_noise import (
+    SIMULATION_ROWS,
+    band_components,
+    band_error,
+    realised_spread,
+)
 from driftline.checks.evidence import normal
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
 
 METRICS = ("accuracy", "precision", "recall", "f1", "auc")
 CALIBRATION_MODES = ("auto", "always", "never")
-CALIBRATION_FOLDS = 5
+# NannyML's calibration test: 10 stratified shuffle splits holding out 10% each, seed 42
+CALIBRATION_SPLITS = 10
+CALIBRATION_HELD_OUT = 0.1
+CALIBRATION_SEED = 42
+SEPARATED_AUC = 0.999
 ECE_BINS = 10
 SHUFFLE_SEED = 0
 MIN_VERDICT_ROWS = 30
@@ -135,34 +146,43 @@ def expected_calibration_error(p: np.ndarray, truth: np.ndarray, bins: int = ECE
 
 
 def calibration_test(score: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
-    """Whether isotonic calibration makes the reference scores more faithful probabilities.
+    """Whether isotonic calibration makes the reference scores more faithful probabilities, decided
+    as NannyML's `needs_calibration` does.
 
-    Stratified k-fold on the reference (rows in canonical order): fit the isotonic map on k-1 folds,
-    compare the held-out ECE of the raw and the calibrated scores. Calibrate when the mean calibrated
-    ECE is lower, or when the scores are not probabilities (outside [0, 1]).
+    Ten seeded stratified shuffle splits of the reference's rows hold out 10% each; the
+    isotonic map fitted on the rest calibrates the held-out scores, and the ECE of the raw and of the
+    calibrated held-out scores, pooled over the splits, are compared. Calibrate when the calibrated
+    ECE is lower, or when the scores are not probabilities (outside [0, 1]); not when they already
+    rank the labels perfectly (AUC above 0.999).
     """
     if score.min() < 0 or score.max() > 1:
         return {"calibrate": True, "why": "scores outside [0, 1] are not probabilities"}
-    folds = min(CALIBRATION_FOLDS, int(truth.sum()), int((~truth).sum()))
-    if folds < 2:
+    if min(int(truth.sum()), int((~truth).sum())) < 2:
         return {"calibrate": True, "why": "too few rows of one class for a held-out test"}
-    from sklearn.model_selection import StratifiedKFold
+    if binary_auc(truth, score) > SEPARATED_AUC:
+        return {"calibrate": False, "why": f"the scores separate the labels (AUC above {SEPARATED_AUC})"}
+    from sklearn.model_selection import StratifiedShuffleSplit
 
-    raw, calibrated = [], []
-    for train, test in StratifiedKFold(n_splits=folds).split(score, truth):
-        mapped = IsotonicMap.fit(score[train], truth[train])(score[test])
-        raw.append(expected_calibration_error(score[test], truth[test]))
-        calibrated.append(expected_calibration_error(mapped, truth[test]))
-    ece_raw, ece_calibrated = float(np.mean(raw)), float(np.mean(calibrated))
+    splits = StratifiedShuffleSplit(
+        n_splits=CALIBRATION_SPLITS, test_size=CALIBRATION_HELD_OUT, random_state=CALIBRATION_SEED
+    )
+    held_out = [
+        (score[test], IsotonicMap.fit(score[train], truth[train])(score[test]), truth[test])
+        for train, test in splits.split(score, truth)
+    ]
+    raw, calibrated, labels = (np.concatenate(part) for part in zip(*held_out, strict=True))
+    ece_raw = expected_calibration_error(raw, labels)
+    ece_calibrated = expected_calibration_error(calibrated, labels)
     return {
         "calibrate": ece_calibrated < ece_raw,
-        "why": f"held-out ECE {ece_raw:.4f} raw vs {ece_calibrated:.4f} calibrated ({folds} folds)",
+        "why": f"held-out ECE {ece_raw:.4f} raw vs {ece_calibrated:.4f} calibrated "
+        f"({CALIBRATION_SPLITS} splits of {CALIBRATION_HELD_OUT:.0%})",
         "ece_raw": ece_raw,
         "ece_calibrated": ece_calibrated,
     }
 
 
-# --- sampling error ------------------------------------------------------------------------------------
+# --- the band on reference chunks ------------------------------------------------------------------
 
 
 def chunks(rows: int, count: int) -> list[slice]:
@@ -171,37 +191,22 @@ def chunks(rows: int, count: int) -> list[slice]:
     return [slice(i * m, (i + 1) * m) for i in range(count)] if m else []
 
 
-def chunk_spread(
-    truth: np.ndarray, predicted: np.ndarray, score: np.ndarray, count: int
-) -> tuple[dict[str, float], int]:
-    """Per-row sampling error of each realised metric: std over `count` disjoint reference chunks of m
-    rows (ddof=1, chunks where the metric is undefined left out) times √m. The standard error on n
-    rows is then this value / √n. Returns (per-row error by metric, m)."""
-    parts = chunks(len(truth), count)
-    if not parts:
-        return dict.fromkeys(METRICS, float("nan")), 0
-    m = parts[0].stop
-    per_chunk = [realised(truth[c], predicted[c], score[c]) for c in parts]
-    spread = {}
-    for metric in METRICS:
-        values = np.array([c[metric] for c in per_chunk])
-        values = values[np.isfinite(values)]
-        spread[metric] = float(np.std(values, ddof=1) * np.sqrt(m)) if len(values) >= 2 else float("nan")
-    return spread, m
-
-
 def band_coverage(
     truth: np.ndarray,
     predicted: np.ndarray,
     score: np.ndarray,
     p: np.ndarray,
     count: int,
-    half_width: dict[str, float],
+    components: dict[str, tuple[float, float]],
+    band_sigmas: float,
 ) -> dict[str, float]:
-    """Share of the reference chunks whose realised metric lies within `half_width[metric]` of the
-    chunk's estimate: how often the band holds the truth where it can be checked (the calibration
-    was fitted on these rows, so a little optimistic)."""
+    """Share of the reference chunks whose realised metric lies within the band (`band_sigmas`
+    sampling errors at the chunk's size) around the chunk's estimate: how often the band holds the
+    truth where it can be checked (the calibration was fitted on these rows, so a little optimistic)."""
     parts = chunks(len(truth), count)
+    if not parts:
+        return dict.fromkeys(METRICS, float("nan"))
+    half_width = {m: band_sigmas * band_error(c, parts[0].stop) for m, c in components.items()}
     pairs = [
         (realised(truth[c], predicted[c], score[c]), estimate(p[c], predicted[c], score[c])) for c in parts
     ]
@@ -288,8 +293,9 @@ def _canonical(rows: _Rows) -> _Rows:
 
 @dataclass(frozen=True)
 class EstimationProfile:
-    """What the reference gives the estimator: calibration, realised and estimated metrics, per-row
-    sampling error and the band's coverage on reference chunks."""
+    """What the reference gives the estimator: calibration, realised and estimated metrics, NannyML's
+    band components, the realised metrics' simulated per-row spread and the band's coverage on
+    reference chunks."""
 
     positive: Any
     classes: tuple[Any, ...]
@@ -297,9 +303,9 @@ class EstimationProfile:
     calibrator: IsotonicMap | None
     reference: dict[str, float]
     estimated_reference: dict[str, float]
-    per_row_error: dict[str, float]
+    band: dict[str, tuple[float, float]]
+    per_row_spread: dict[str, float]
     coverage: dict[str, float]
-    chunk_rows: int
     reference_rows: int
 
     def probabilities(self, score: np.ndarray) -> np.ndarray:
@@ -315,12 +321,13 @@ class EstimatedPerformance(Check):
     reference.
 
     Binary classification. Needs the score (and the prediction, or `threshold`) in the batch; the
-    reference needs labels. One result per metric with `estimated`, `sampling_error` (reference chunk
-    spread scaled to the batch size), `lower`/`upper` (estimated ± `band_sigmas` · sampling_error,
+    reference needs labels. One result per metric with `estimated`, `sampling_error` (NannyML's, from
+    reference components at the batch's size), `lower`/`upper` (estimated ± `band_sigmas` · sampling_error,
     clipped to [0, 1]), `reference` (realised on the reference), `estimated_reference` (the estimate
     on the reference) and `degradation` (estimated_reference - estimated), which is graded in the
-    metric's units, like performance.overall's drops; `details["band_coverage"]` is the share of
-    reference chunks whose realised metric the band held.
+    metric's units, like performance.overall's drops, with `standard_error` (the realised metric's
+    simulated spread on the batch, `realised_error`, and on the reference) as its noise;
+    `details["band_coverage"]` is the share of reference chunks whose realised metric the band held.
     """
 
     name: ClassVar[str] = "performance.estimated"
@@ -331,8 +338,8 @@ class EstimatedPerformance(Check):
             (0.01, 0.02, 0.05),
             change="drop of the estimated metric from the estimator's value on the reference, in the "
             "metric's units (0.02 = two points)",
-            uncertainty="normal: the realised metric's spread over reference chunks, scaled to the "
-            "batch's and the reference's sizes, variances added",
+            uncertainty="normal: the realised metric's spread on the batch, simulated from its rows and "
+            "their calibrated probabilities (seeded), and the reference's, variances added",
         )
     }
     min_verdict_rows: ClassVar[int] = MIN_VERDICT_ROWS
@@ -372,17 +379,19 @@ class EstimatedPerformance(Check):
         rows = _read(reference, columns, positive, classes, self.threshold, True, "reference")
         if len(rows.score) == 0:
             raise CheckInputError("no reference row with a label and a finite score")
-        rows = _canonical(rows)
         if self.calibration == "auto":
+            # in the reference's own row order, as NannyML splits it: the same file, the same decision
             decision = calibration_test(rows.score, rows.truth)
         else:
             decision = {"calibrate": self.calibration == "always", "why": f"calibration: {self.calibration}"}
+        rows = _canonical(rows)
         if not decision["calibrate"] and (rows.score.min() < 0 or rows.score.max() > 1):
             raise CheckInputError("scores outside [0, 1] must be calibrated (calibration: auto or always)")
         calibrator = IsotonicMap.fit(rows.score, rows.truth) if decision["calibrate"] else None
         p = calibrator(rows.score) if calibrator is not None else rows.score
-        spread, chunk_rows = chunk_spread(rows.truth, rows.predicted, rows.score, self.reference_chunks)
-        half_width = {m: self.band_sigmas * e / np.sqrt(max(chunk_rows, 1)) for m, e in spread.items()}
+        band = band_components(rows.truth, rows.predicted, rows.score)
+        drawn = min(len(p), SIMULATION_ROWS)
+        spread = realised_spread(p, rows.predicted, rows.score, rows=drawn)
         return EstimationProfile(
             positive=positive,
             classes=classes,
@@ -390,11 +399,11 @@ class EstimatedPerformance(Check):
             calibrator=calibrator,
             reference=realised(rows.truth, rows.predicted, rows.score),
             estimated_reference=estimate(p, rows.predicted, rows.score),
-            per_row_error=spread,
+            band=band,
+            per_row_spread={m: e * np.sqrt(drawn) for m, e in spread.items()},
             coverage=band_coverage(
-                rows.truth, rows.predicted, rows.score, p, self.reference_chunks, half_width
+                rows.truth, rows.predicted, rows.score, p, self.reference_chunks, band, self.band_sigmas
             ),
-            chunk_rows=chunk_rows,
             reference_rows=len(rows.score),
         )
 
@@ -418,28 +427,41 @@ class EstimatedPerformance(Check):
             "calibration": profile.calibration["why"],
             "expected_confusion": expected_confusion(p, rows.predicted),
             "band_sigmas": self.band_sigmas,
-            "chunk_rows": profile.chunk_rows,
             "reference_rows": profile.reference_rows,
             "estimated_rows": n,
             "dropped_rows": rows.dropped,
         }
-        return [self._metric(m, estimated[m], profile, n, len(current), details) for m in names]
+        spread = realised_spread(p, rows.predicted, rows.score)
+        return [self._metric(m, estimated[m], spread[m], profile, n, len(current), details) for m in names]
 
     def _metric(
-        self, name: str, value: float, profile: EstimationProfile, n: int, rows: int, details: dict
+        self,
+        name: str,
+        value: float,
+        spread: float,
+        profile: EstimationProfile,
+        n: int,
+        rows: int,
+        details: dict,
     ) -> CheckResult:
         reference = profile.estimated_reference[name]
         if not np.isfinite(value) or not np.isfinite(reference):
             side = "reference" if not np.isfinite(reference) else "batch"
             return CheckResult.skipped(self.name, name, f"{name} is undefined on the {side}", rows=rows)
-        error = profile.per_row_error[name] / np.sqrt(n)
-        standard_error = profile.per_row_error[name] * np.sqrt(1 / n + 1 / profile.reference_rows)
+        error = band_error(profile.band[name], n)
+        # the batch's own simulation, never below the reference's per-row spread at n rows: a small
+        # batch's resample can look steadier than its population by the luck of its rows
+        spread = max(spread, profile.per_row_spread[name] / np.sqrt(n))
+        standard_error = float(
+            np.hypot(spread, profile.per_row_spread[name] / np.sqrt(profile.reference_rows))
+        )
         degradation = reference - value
         metrics = {
             "estimated": value,
             "sampling_error": error,
             "lower": max(0.0, value - self.band_sigmas * error),
             "upper": min(1.0, value + self.band_sigmas * error),
+            "realised_error": spread,
             "reference": profile.reference[name],
             "estimated_reference": reference,
             "degradation": degradation,

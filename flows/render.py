@@ -114,6 +114,14 @@ def print_diagnoses(console: Console, results: Iterable[Mapping[str, Any]]) -> N
         console.print(f"likely cause: {plain(found.line)}", highlight=False)
 
 
+def print_warnings(console: Console, results: Iterable[Mapping[str, Any]]) -> None:
+    """What labels said about the run's premises (`tasks.hindsight`), one line each."""
+    from driftline.tasks.hindsight import warning_lines
+
+    for line in warning_lines(results):
+        console.print(f"warning: {plain(line)}", highlight=False)
+
+
 def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = True) -> None:
     """A monitor run: its results table, where the history went, what retraining did."""
     title = (
@@ -128,6 +136,7 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
         console.print(title, highlight=False)
     console.print(result_counts(verdicts, shown_all=show_ok), highlight=False)
     print_diagnoses(console, verdicts)
+    print_warnings(console, verdicts)
     if described:
         console.print(f"data summary: {len(described)} column(s) described (in the report)", highlight=False)
     console.print(f"history: {plain(summary['stored'])}")

@@ -28,6 +28,7 @@ from driftline.tasks.attribution_plots import drawn_figures
 from driftline.tasks.context import RunContext, RunOptions
 from driftline.tasks.drift_overview import drift_overview
 from driftline.tasks.driver import CheckJob, Driver
+from driftline.tasks.hindsight import hindsight
 from driftline.tasks.history.accumulation import accumulate_evidence
 from driftline.tasks.importance import attach_importance, reference_importance
 from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
@@ -233,6 +234,9 @@ def conclude_run(context: RunContext, ran: Ran, prepared: PreparedReference) -> 
     results = grade_run(ran.results, spec.alerts.confidence)
     accumulate_evidence(context, ran, prepared, results)
     attach_importance(results, reference_importance(prepared, context.cache.directory))
+    results += hindsight(
+        context.database_url, spec.name, (ran.batch_id, ran.batch_time, prepared.content_hash), results
+    )
     overview = drift_overview(results)
     if overview is not None:
         results.append(overview)

@@ -18,6 +18,7 @@ from driftline.checks.result import SEVERITIES, format_number, severity_rank, wo
 from driftline.tasks.alerts.incidents import IncidentChange
 from driftline.tasks.comparison import comparison_line
 from driftline.tasks.diagnosis import diagnose
+from driftline.tasks.hindsight import warning_lines
 from driftline.tasks.ranking import importance_text, ranked
 from driftline.tasks.safe_text import printable
 
@@ -170,6 +171,7 @@ def _blocks(
     run_url: str | None,
     report_url: str | None = None,
     causes: Sequence[str] = (),
+    warnings: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     header = f"{SEVERITY_EMOJI[worst]} {monitor}: worst severity {worst}"
     batch = f"*Batch* `{escape(batch_id)}` · {_counts(changes)}"
@@ -191,6 +193,9 @@ def _blocks(
     if errors:
         lines = _limited([escape(e) for e in errors], "errors")
         blocks.append(_mrkdwn(":warning: *Could not run*\n" + "\n".join(f"• {x}" for x in lines)))
+    if warnings:
+        lines = _limited([escape(w) for w in warnings], "warnings")
+        blocks.append(_mrkdwn(":eyes: *Warnings*\n" + "\n".join(f"• {x}" for x in lines)))
     links = _links(run_url, report_url)
     if links:
         blocks.append(_context(links))
@@ -219,6 +224,7 @@ def _text(
     run_url: str | None,
     report_url: str | None = None,
     causes: Sequence[str] = (),
+    warnings: Sequence[str] = (),
 ) -> str:
     lines = [f"driftline: {monitor}, batch {batch_id}: worst severity {worst} ({_counts(changes)})"]
     lines.extend(f"Likely cause: {c}" for c in _limited(causes, "causes"))
@@ -232,6 +238,7 @@ def _text(
     if errors:
         lines.append("Could not run:")
         lines.extend(f"    {e}" for e in _limited(errors, "errors"))
+    lines.extend(f"Warning: {w}" for w in _limited(warnings, "warnings"))
     if run_url:
         lines.append(f"Run: {run_url}")
     if report_url:
@@ -248,15 +255,17 @@ def build_message(
     run_url: str | None = None,
     report_url: str | None = None,
 ) -> dict[str, Any]:
-    """`{"text": fallback, "blocks": [...]}` for one run; `results` give the worst severity, errors and
-    the likely cause of each target with a fault signature (`tasks.diagnosis`), shown first."""
+    """`{"text": fallback, "blocks": [...]}` for one run; `results` give the worst severity, errors,
+    the likely cause of each target with a fault signature (`tasks.diagnosis`), shown first, and what
+    labels said about the run's premises (`tasks.hindsight`)."""
     graded = [r["severity"] for r in results if r["status"] == "ok"]
     worst = worst_severity(graded or [c.severity for c in changes])
     errors = _errors(results)
     causes = [d.line for d in diagnose(results)]
+    warnings = warning_lines(results)
     return {
-        "text": _text(monitor, batch_id, worst, changes, errors, run_url, report_url, causes),
-        "blocks": _blocks(monitor, batch_id, worst, changes, errors, run_url, report_url, causes),
+        "text": _text(monitor, batch_id, worst, changes, errors, run_url, report_url, causes, warnings),
+        "blocks": _blocks(monitor, batch_id, worst, changes, errors, run_url, report_url, causes, warnings),
     }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from driftline.checks.result import format_number
 from driftline.tasks.comparison import comparison_line
 from driftline.tasks.diagnosis import diagnose
+from driftline.tasks.hindsight import warning_lines
 from driftline.tasks.ranking import importance_text, ranked
 from driftline.tasks.report.figures import (
     Picture,
@@ -181,6 +182,7 @@ def page_context(data: ReportData, *, window: int = 10, k: float = 3.0) -> dict[
         "counts": data.severity_counts(),
         "sections": sections(data, trends),
         "diagnoses": diagnose(data.results),
+        "warnings": warning_lines(data.results),
         "summary": summary_section(data.results),
         "table": table_rows(data, trends),
         "previous": before,

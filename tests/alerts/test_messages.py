@@ -305,3 +305,35 @@ def test_the_likely_cause_comes_first_escaped_for_slack() -> None:
     )
     clean = build_message(monitor="credit", batch_id="b7", changes=changes, results=[])
     assert "Likely cause" not in clean["text"] and len(clean["blocks"]) == len(message["blocks"])
+
+
+def test_what_labels_said_about_the_run_is_a_warning_line() -> None:
+    """The run's warnings (`details.warning`: an estimate's failed assumption, an in-sample
+    reference) close the message, escaped."""
+    assumption = "assumption failed: realised auc 0.61 outside the estimate's band [0.7, 0.78] <x>"
+    results = [
+        {
+            "check": "performance.estimated",
+            "target": "auc",
+            "status": "ok",
+            "severity": "none",
+            "details": {"warning": assumption},
+        },
+        {
+            "check": "run.reference",
+            "target": "*",
+            "status": "ok",
+            "severity": "none",
+            "details": {"warning": "the reference looks in-sample"},
+        },
+    ]
+    message = build_message(
+        monitor="m", batch_id="b", changes=[_change("opened", "a", "x", "high")], results=results
+    )
+    assert _sections(message)[-1] == (
+        ":eyes: *Warnings*\n• performance.estimated · auc: assumption failed: realised auc 0.61 outside "
+        "the estimate's band [0.7, 0.78] &lt;x&gt;\n• the reference looks in-sample"
+    )
+    assert unescape(message["text"]).endswith(
+        f"Warning: performance.estimated · auc: {assumption}\nWarning: the reference looks in-sample"
+    )
