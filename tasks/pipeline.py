@@ -154,7 +154,11 @@ def run_monitor(
     )
     require_reference(spec)
     batch: Batch = context.driver.step(
-        "load-batch", load_batch, *source_args(spec, spec.batches, "batches"), batch_id
+        "load-batch",
+        load_batch,
+        *source_args(spec, spec.batches, "batches"),
+        batch_id,
+        spec.execution.read_budget_mb,
     )
     context.driver.logger.info("monitor %s: batch %s, %d rows", spec.name, batch.batch_id, len(batch.frame))
     with tracked_run(context, batch.batch_id, batch.batch_time):
@@ -189,7 +193,12 @@ def prepare_run_reference(context: RunContext) -> PreparedReference:
     spec, driver = context.spec, context.driver
 
     def load() -> pd.DataFrame:
-        return driver.step("load-reference", load_reference, *source_args(spec, spec.reference, "reference"))
+        return driver.step(
+            "load-reference",
+            load_reference,
+            *source_args(spec, spec.reference, "reference"),
+            spec.execution.read_budget_mb,
+        )
 
     return prepare_reference(spec, load, context.cache.directory)
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from driftline.tasks.parquet_budget import READ_MEMORY_MB, ReadBudgetError, read_parquet_within
 from driftline.tasks.safe_text import first_line
 
 BATCH_PLACEHOLDER = "{batch}"
@@ -57,18 +58,20 @@ class Batch:
     batch_time: datetime
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV (separator and byte-order mark sniffed) or Parquet file; a missing or unreadable file
-    is a one-line `SourceError` naming it."""
+def read_table(path: Path, budget_mb: int = READ_MEMORY_MB) -> pd.DataFrame:
+    """Read a CSV (separator and byte-order mark sniffed) or Parquet file (refused when it would decode
+    past `budget_mb`); a missing, unreadable or oversized file is a one-line `SourceError` naming it."""
     if not path.exists():
         raise SourceError(f"{path}: no such file")
     suffix = path.suffix.lower()
     try:
         if suffix in PARQUET_SUFFIXES:
-            return pd.read_parquet(path)
+            return read_parquet_within(path, budget_mb)
         if suffix in (".csv", ".gz", ".txt"):
             encoding, separator = csv_dialect(path)
             return pd.read_csv(path, sep=separator, encoding=encoding)
+    except ReadBudgetError as exc:
+        raise SourceError(str(exc)) from None
     except Exception as exc:
         raise SourceError(_unreadable(path, exc)) from exc
     raise SourceError(f"{path}: unsupported file type {suffix!r} (use .csv or .parquet)")
@@ -207,10 +210,11 @@ def partitions_time(batch_id: str, paths: list[Path]) -> datetime:
     return batch_time_from_id(batch_id) or max(_file_time(p) for p in paths)
 
 
-def load_partitioned_batch(template: str, batch_id: str | None) -> Batch:
-    """Every partition of one batch read and concatenated in order (the single-process path)."""
+def load_partitioned_batch(template: str, batch_id: str | None, budget_mb: int = READ_MEMORY_MB) -> Batch:
+    """Every partition of one batch read (each within `budget_mb`) and concatenated in order (the
+    single-process path)."""
     batch_id, paths = batch_partitions(template, batch_id)
-    frames = [read_table(p) for p in paths]
+    frames = [read_table(p, budget_mb) for p in paths]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     return Batch(batch_id, frame, partitions_time(batch_id, paths))
 
@@ -229,12 +233,12 @@ def batch_time_from_id(batch_id: str) -> datetime | None:
     return None
 
 
-def load_file_batch(template: str, batch_id: str | None) -> Batch:
-    """The batch `batch_id` (the newest when None) from a path template."""
+def load_file_batch(template: str, batch_id: str | None, budget_mb: int = READ_MEMORY_MB) -> Batch:
+    """The batch `batch_id` (the newest when None) from a path template, read within `budget_mb`."""
     if is_partitioned(template):
-        return load_partitioned_batch(template, batch_id)
+        return load_partitioned_batch(template, batch_id, budget_mb)
     batch_id, path = batch_file(template, batch_id)
-    frame = read_table(path)
+    frame = read_table(path, budget_mb)
     return Batch(batch_id, frame, batch_time_from_id(batch_id) or _file_time(path))
 
 

@@ -21,6 +21,7 @@ from pydantic import (
 
 from driftline.checks.result import severity_rank
 from driftline.tasks.alerts.config import AlertConfig
+from driftline.tasks.parquet_budget import READ_MEMORY_MB
 
 Severity = Literal["none", "low", "medium", "high"]
 # Rows in one page of a SQL batch read in pages (`sql.page_by`) when `sql.page_rows` is not given.
@@ -175,6 +176,19 @@ class ExecutionSpec(Strict):
     workers: int = Field(4, ge=1, description="checks evaluated at the same time")
     timeout_s: float = Field(600.0, gt=0, description="default per-check time limit (process isolation)")
     memory_mb: int | None = Field(None, gt=0, description="per-check address-space limit (process isolation)")
+    read_memory_mb: int | None = Field(
+        None,
+        gt=0,
+        description=(
+            "megabytes a data file may decode to in the run's own process (the reference, a batch); "
+            f"default: the larger of {READ_MEMORY_MB} and memory_mb"
+        ),
+    )
+
+    @property
+    def read_budget_mb(self) -> int:
+        """Megabytes one data file may decode to in the run's own process."""
+        return self.read_memory_mb or max(READ_MEMORY_MB, self.memory_mb or 0)
 
 
 class MonitorSpec(Strict):

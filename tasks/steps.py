@@ -18,6 +18,7 @@ from driftline.checks.columns import Columns
 from driftline.checks.evidence import grade_results
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import run_check
+from driftline.tasks.parquet_budget import READ_MEMORY_MB
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
 from driftline.tasks.spec import MonitorSpec, Source, SpecError
@@ -81,18 +82,25 @@ def require_reference(spec: MonitorSpec) -> None:
         raise SourceError(f"{path}: no such file")
 
 
-def load_reference(path: str | None, sql: dict[str, Any] | None) -> pd.DataFrame:
-    """The reference snapshot from a file or a SQL query (no window)."""
+def load_reference(
+    path: str | None, sql: dict[str, Any] | None, budget_mb: int = READ_MEMORY_MB
+) -> pd.DataFrame:
+    """The reference snapshot from a file (read within `budget_mb`) or a SQL query (no window)."""
     if path is not None:
-        return read_table(Path(path))
+        return read_table(Path(path), budget_mb)
     assert sql is not None
     return read_sql(sql["url"], sql["query"])
 
 
-def load_batch(path_template: str | None, sql: dict[str, Any] | None, batch_id: str | None) -> Batch:
-    """One production batch (the newest when `batch_id` is None)."""
+def load_batch(
+    path_template: str | None,
+    sql: dict[str, Any] | None,
+    batch_id: str | None,
+    budget_mb: int = READ_MEMORY_MB,
+) -> Batch:
+    """One production batch (the newest when `batch_id` is None; a file read within `budget_mb`)."""
     if path_template is not None:
-        return load_file_batch(path_template, batch_id)
+        return load_file_batch(path_template, batch_id, budget_mb)
     assert sql is not None
     return load_sql_batch(sql["url"], sql["query"], batch_id, sql["window_days"])
 

@@ -1,0 +1,102 @@
+"""Reading a Parquet file within a memory budget: a few kilobytes of dictionary-encoded text can decode
+to gigabytes, so the decoded size is measured before any value is expanded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+# Megabytes one file may decode to in the driver's process unless `execution.read_memory_mb` says
+# otherwise (a spec's default is the larger of this and its workers' `memory_mb`).
+READ_MEMORY_MB = 2048
+MB = 1024 * 1024
+
+
+class ReadBudgetError(ValueError):
+    """A file that would decode past the read budget; the message names the file, column and budget."""
+
+
+def read_parquet_within(path: Path, budget_mb: int) -> pd.DataFrame:
+    """A Parquet file as `pd.read_parquet` gives it, refused with a `ReadBudgetError` when it would
+    decode past `budget_mb`: first on its footer's page sizes, then with its dictionary-encoded text
+    read as dictionaries and measured before they are expanded."""
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    _refuse_past(path, budget_mb, _page_sizes(file.metadata))
+    encoded = _dictionary_text_columns(file)
+    table = pq.read_table(path, read_dictionary=encoded)
+    sizes: dict[str, int] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        sizes[name] = sizes.get(name, 0) + (_decoded_bytes(column) if name in encoded else column.nbytes)
+    _refuse_past(path, budget_mb, sizes)
+    for name in encoded:
+        table = _decoded_column(table, name, file.schema_arrow.field(name))
+    return table.to_pandas()
+
+
+def _refuse_past(path: Path, budget_mb: int, sizes: dict[str, int]) -> None:
+    """A `ReadBudgetError` when the columns' `sizes` (bytes) add up to more than `budget_mb`."""
+    total = sum(sizes.values())
+    if total <= budget_mb * MB:
+        return
+    largest = max(sizes, key=lambda name: sizes[name])
+    raise ReadBudgetError(
+        f"{path}: decodes to {total / MB:,.0f} MB, more than the read budget of {budget_mb:,} MB "
+        f"(execution.read_memory_mb); column {largest!r} alone takes {sizes[largest] / MB:,.0f} MB"
+    )
+
+
+def _page_sizes(metadata: Any) -> dict[str, int]:
+    """Bytes of each top-level column's pages once decompressed, from the file's footer: a lower
+    bound of its decoded size (dictionary pages count once, not once a row)."""
+    sizes: dict[str, int] = {}
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            top = chunk.path_in_schema.split(".", 1)[0]
+            sizes[top] = sizes.get(top, 0) + chunk.total_uncompressed_size
+    return sizes
+
+
+def _dictionary_text_columns(file: Any) -> list[str]:
+    """Top-level text or binary columns stored with a dictionary page in some row group: the ones whose
+    values may repeat a long dictionary entry once a row."""
+    import pyarrow as pa
+
+    metadata = file.metadata
+    text = {
+        field.name
+        for field in file.schema_arrow
+        if pa.types.is_string(field.type)
+        or pa.types.is_large_string(field.type)
+        or pa.types.is_binary(field.type)
+        or pa.types.is_large_binary(field.type)
+    }
+    encoded = {
+        chunk.path_in_schema
+        for group in range(metadata.num_row_groups)
+        for chunk in map(metadata.row_group(group).column, range(metadata.num_columns))
+        if chunk.has_dictionary_page
+    }
+    return sorted(text & encoded)
+
+
+def _decoded_bytes(column: Any) -> int:
+    """Bytes a column read as dictionaries takes once they are expanded (values and offsets)."""
+    import pyarrow.compute as pc
+
+    total = 0
+    for chunk in column.chunks:
+        lengths = pc.take(pc.binary_length(chunk.dictionary), chunk.indices)
+        total += (pc.sum(lengths).as_py() or 0) + 8 * (len(chunk) + 1)
+    return total
+
+
+def _decoded_column(table: Any, name: str, field: Any) -> Any:
+    """`table` with its dictionary column `name` expanded back to the file's type `field`."""
+    values = table.column(name).cast(field.type)
+    return table.set_column(table.column_names.index(name), field, values)
