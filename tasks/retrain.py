@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from driftline.tasks.files import write_private_file
+from driftline.tasks.safe_text import header_value
 from driftline.tasks.spec import RetrainSpec
 
 if TYPE_CHECKING:
@@ -80,9 +81,10 @@ def run_command(argv: list[str], request: RetrainRequest, cwd: Path) -> dict[str
 
 
 def post_webhook(url: str, request: RetrainRequest) -> dict[str, Any]:
-    """POST the payload as JSON, with the idempotency key as a header the receiver can deduplicate on."""
+    """POST the payload as JSON, with the idempotency key as a header the receiver can deduplicate on
+    (percent-encoded: a header is Latin-1, a batch id any script)."""
     body = json.dumps(request.payload()).encode()
-    headers = {"Content-Type": "application/json", "Idempotency-Key": request.key}
+    headers = {"Content-Type": "application/json", "Idempotency-Key": header_value(request.key)}
     req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     with urllib.request.urlopen(req, timeout=WEBHOOK_TIMEOUT_S) as reply:
         return {"status": reply.status}

@@ -1,8 +1,11 @@
-"""Text from untrusted data (column names, batch ids, driver errors) made safe to print on a terminal."""
+"""Text from untrusted data (column names, batch ids, driver errors) made safe to print on a terminal
+or to send as an HTTP header value."""
 
 from __future__ import annotations
 
 import re
+import string
+from urllib.parse import quote
 
 # Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts ANSI and OSC-8
 # sequences, CR overwrites a line), DEL, and the invisible format characters that reorder or hide text
@@ -24,3 +27,15 @@ def first_line(text: str) -> str:
     """The first non-blank line of `text`, stripped: a driver's multi-line error (psycopg's hint,
     SQLAlchemy's statement dump, Arrow's schema) becomes one error or log line."""
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+# Characters an HTTP header value carries as they are: visible ASCII and the space, but `%`, which
+# starts an escape.
+HEADER_SAFE = "".join(c for c in string.printable if c not in "%\t\n\r\x0b\x0c")
+
+
+def header_value(text: str) -> str:
+    """`text` as an HTTP header value: every other character (non-ASCII, controls, `%`) percent-encoded
+    from its UTF-8 bytes (RFC 3986), so that any id is sent, read back with one unquote, and can
+    neither fail Latin-1 encoding nor start a new header line."""
+    return quote(text, safe=HEADER_SAFE)
