@@ -6,6 +6,7 @@ import codecs
 import csv
 import glob
 import gzip
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ import pandas as pd
 
 from driftline.tasks.parquet_budget import READ_MEMORY_MB, ReadBudgetError, read_parquet_within
 from driftline.tasks.safe_text import first_line
+
+log = logging.getLogger(__name__)
 
 BATCH_PLACEHOLDER = "{batch}"
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -127,8 +130,23 @@ def list_batch_ids(template: str) -> list[str]:
         return [_fixed_batch_id(Path(template).stem)] if Path(template).exists() else []
     prefix, suffix = template.split(BATCH_PLACEHOLDER, 1)
     pattern = re.compile(re.escape(prefix) + "(.+?)" + re.escape(suffix) + "$")
-    ids = [valid_batch_id(m.group(1), p) for p in glob.glob(prefix + "*" + suffix) if (m := pattern.match(p))]
-    return sorted(ids, key=_natural_key)
+    found = {m.group(1): p for p in glob.glob(prefix + "*" + suffix) if (m := pattern.match(p))}
+    return _listed_ids(found)
+
+
+def _listed_ids(found: dict[str, str]) -> list[str]:
+    """The valid batch ids of `found` (id: the file or folder it came from), sorted; the others are
+    stray files, skipped with one warning naming the first of them (an explicit `--batch` still
+    refuses an id that is not valid)."""
+    stray = sorted(path for batch_id, path in found.items() if not BATCH_ID.fullmatch(batch_id))
+    if stray:
+        log.warning(
+            "skipped %d file(s) whose name is not a batch id, such as %r: %s",
+            len(stray),
+            stray[0],
+            BATCH_ID_RULE,
+        )
+    return sorted((batch_id for batch_id in found if BATCH_ID.fullmatch(batch_id)), key=_natural_key)
 
 
 def _fixed_batch_id(name: str) -> str:
@@ -163,12 +181,12 @@ def _partitioned_batch_ids(template: str) -> list[str]:
     if "/" not in suffix or GLOB_CHARACTERS & set(head):
         raise SourceError(f"{template!r}: in a partitioned batch path, {BATCH_PLACEHOLDER} names a folder")
     pattern = re.compile(re.escape(prefix) + "([^/]+?)" + re.escape(head) + "$")
-    ids = {
-        valid_batch_id(m.group(1), p)
+    found = {
+        m.group(1): p
         for p in glob.glob(prefix + "*" + head)
         if (m := pattern.match(p)) and partition_paths(template.replace(BATCH_PLACEHOLDER, m.group(1)))
     }
-    return sorted(ids, key=_natural_key)
+    return _listed_ids(found)
 
 
 def partition_paths(pattern: str) -> list[Path]:
@@ -220,7 +238,9 @@ def load_partitioned_batch(template: str, batch_id: str | None, budget_mb: int =
 
 
 def _natural_key(text: str) -> list[object]:
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+    """`text` split into its runs of decimal digits (as numbers) and the text between, so that `b2`
+    sorts before `b10`; digit-like characters that are not decimal digits (`²`, `①`) stay text."""
+    return [int(part) if part.isdecimal() else part for part in re.split(r"(\d+)", text)]
 
 
 def batch_time_from_id(batch_id: str) -> datetime | None:
