@@ -69,10 +69,12 @@ def read_table(path: Path, budget_mb: int = READ_MEMORY_MB) -> pd.DataFrame:
     suffix = path.suffix.lower()
     try:
         if suffix in PARQUET_SUFFIXES:
-            return read_parquet_within(path, budget_mb)
+            return distinct_columns(read_parquet_within(path, budget_mb), str(path))
         if suffix in (".csv", ".gz", ".txt"):
             encoding, separator = csv_dialect(path)
             return pd.read_csv(path, sep=separator, encoding=encoding)
+    except RepeatedColumns:
+        raise
     except ReadBudgetError as exc:
         raise SourceError(str(exc)) from None
     except Exception as exc:
@@ -80,11 +82,29 @@ def read_table(path: Path, budget_mb: int = READ_MEMORY_MB) -> pd.DataFrame:
     raise SourceError(f"{path}: unsupported file type {suffix!r} (use .csv or .parquet)")
 
 
+class RepeatedColumns(SourceError):
+    """A table that gives one column name to several columns (a file's schema or its pandas metadata,
+    a query's aliases): no check could tell them apart."""
+
+
+def _repeated(origin: str, names: list[str]) -> str:
+    return f"{origin}: column name(s) {names} appear more than once (each column needs its own name)"
+
+
+def distinct_columns(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
+    """`frame` when each of its columns has its own name, else a `RepeatedColumns` naming `origin` (the
+    file or database) and the repeated names."""
+    if frame.columns.is_unique:
+        return frame
+    repeated = sorted({str(name) for name in frame.columns[frame.columns.duplicated()]})
+    raise RepeatedColumns(_repeated(origin, repeated))
+
+
 def _unreadable(path: Path, exc: Exception) -> str:
     """One line on why a file cannot be read: its repeated column names, else the reader's first line."""
     repeated = _repeated_parquet_columns(path) if path.suffix.lower() in PARQUET_SUFFIXES else []
     if repeated:
-        return f"{path}: column name(s) {repeated} appear more than once (each column needs its own name)"
+        return _repeated(str(path), repeated)
     kind = path.suffix.lower().lstrip(".")
     return f"{path}: cannot parse as {kind} ({type(exc).__name__}: {first_line(str(exc))})"
 
@@ -281,7 +301,10 @@ def read_sql(url: str, query: str, params: dict[str, object] | None = None) -> p
     """Run a query through SQLAlchemy, streaming it in chunks; connection and SQL errors name the
     database (password hidden)."""
     with sql_connection(url) as conn:
-        return streamed_frame(conn, query, params or {})
+        frame = streamed_frame(conn, query, params or {})
+    from driftline.tasks.history.db import masked_url
+
+    return distinct_columns(frame, f"query on {masked_url(url)}")
 
 
 def streamed_frame(conn: Any, query: str, params: dict[str, Any]) -> pd.DataFrame:
@@ -368,6 +391,8 @@ def _parquet_errors(path: Path) -> Iterator[None]:
         raise SourceError(f"{path}: no such file")
     try:
         yield
+    except RepeatedColumns:
+        raise
     except Exception as exc:
         raise SourceError(_unreadable(path, exc)) from exc
 
@@ -379,7 +404,9 @@ def parquet_shape(path: Path) -> tuple[pd.DataFrame, int]:
 
     with _parquet_errors(path):
         file = pq.ParquetFile(path)
-        return file.schema_arrow.empty_table().to_pandas(), file.metadata.num_rows
+        return distinct_columns(
+            file.schema_arrow.empty_table().to_pandas(), str(path)
+        ), file.metadata.num_rows
 
 
 def read_parquet_columns(path: Path, columns: list[str]) -> pd.DataFrame:
@@ -389,7 +416,7 @@ def read_parquet_columns(path: Path, columns: list[str]) -> pd.DataFrame:
 
     with _parquet_errors(path):
         table = pq.read_table(path, columns=columns, pre_buffer=False, use_pandas_metadata=True)
-        return table.to_pandas(split_blocks=True, self_destruct=True)
+        return distinct_columns(table.to_pandas(split_blocks=True, self_destruct=True), str(path))
 
 
 def read_parquet_head(path: Path, rows: int) -> pd.DataFrame:
@@ -399,7 +426,7 @@ def read_parquet_head(path: Path, rows: int) -> pd.DataFrame:
     import pyarrow as pa
 
     with _parquet_errors(path):
-        frame = _head_table(path, rows).to_pandas()
+        frame = distinct_columns(_head_table(path, rows).to_pandas(), str(path))
     pa.default_memory_pool().release_unused()
     return frame
 
