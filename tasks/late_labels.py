@@ -60,11 +60,9 @@ def load_labels(spec: MonitorSpec, source: Source, batch_id: str) -> pd.DataFram
         path = spec.resolve(source.path.replace(BATCH_PLACEHOLDER, batch_id))
         if not path.exists():
             return None
-        frame = read_table(path, spec.execution.read_budget_mb)
+        frame = read_table(path, spec.execution.read_limits)
     else:
-        frame = load_batch(
-            *source_args(spec, source, "labels"), batch_id, spec.execution.read_budget_mb
-        ).frame
+        frame = load_batch(*source_args(spec, source, "labels"), batch_id, spec.execution.read_limits).frame
     return frame if len(frame) else None
 
 
@@ -117,7 +115,7 @@ def labelled_batch(
         require_partitionable(spec)
     except SpecError:
         batch = load_batch(
-            *source_args(spec, spec.batches, "batches"), batch_id, spec.execution.read_budget_mb
+            *source_args(spec, spec.batches, "batches"), batch_id, spec.execution.read_limits
         ).frame
         return Labelled(len(batch), joined(batch, keyed, columns.id, columns.label))
     _, parts, _ = plan_batch(spec, batch_id, driver)

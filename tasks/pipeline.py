@@ -158,7 +158,7 @@ def run_monitor(
         load_batch,
         *source_args(spec, spec.batches, "batches"),
         batch_id,
-        spec.execution.read_budget_mb,
+        spec.execution.read_limits,
     )
     context.driver.logger.info("monitor %s: batch %s, %d rows", spec.name, batch.batch_id, len(batch.frame))
     with tracked_run(context, batch.batch_id, batch.batch_time):
@@ -197,7 +197,7 @@ def prepare_run_reference(context: RunContext) -> PreparedReference:
             "load-reference",
             load_reference,
             *source_args(spec, spec.reference, "reference"),
-            spec.execution.read_budget_mb,
+            spec.execution.read_limits,
         )
 
     return prepare_reference(spec, load, context.cache.directory)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from driftline.tasks.parquet_budget import READ_MEMORY_MB, ReadBudgetError, read_parquet_within
+from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimitError, ReadLimits, read_parquet_within
 from driftline.tasks.safe_text import first_line
 
 log = logging.getLogger(__name__)
@@ -61,21 +61,21 @@ class Batch:
     batch_time: datetime
 
 
-def read_table(path: Path, budget_mb: int = READ_MEMORY_MB) -> pd.DataFrame:
-    """Read a CSV (separator and byte-order mark sniffed) or Parquet file (refused when it would decode
-    past `budget_mb`); a missing, unreadable or oversized file is a one-line `SourceError` naming it."""
+def read_table(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> pd.DataFrame:
+    """Read a CSV (separator and byte-order mark sniffed) or Parquet file within `limits`; a missing,
+    unreadable, too wide or too large file is a one-line `SourceError` naming it."""
     if not path.exists():
         raise SourceError(f"{path}: no such file")
     suffix = path.suffix.lower()
     try:
         if suffix in PARQUET_SUFFIXES:
-            return distinct_columns(read_parquet_within(path, budget_mb), str(path))
+            return distinct_columns(read_parquet_within(path, limits), str(path))
         if suffix in (".csv", ".gz", ".txt"):
             encoding, separator = csv_dialect(path)
-            return pd.read_csv(path, sep=separator, encoding=encoding)
+            return within(pd.read_csv(path, sep=separator, encoding=encoding), str(path), limits)
     except RepeatedColumns:
         raise
-    except ReadBudgetError as exc:
+    except ReadLimitError as exc:
         raise SourceError(str(exc)) from None
     except Exception as exc:
         raise SourceError(_unreadable(path, exc)) from exc
@@ -89,6 +89,15 @@ class RepeatedColumns(SourceError):
 
 def _repeated(origin: str, names: list[str]) -> str:
     return f"{origin}: column name(s) {names} appear more than once (each column needs its own name)"
+
+
+def within(frame: pd.DataFrame, origin: str, limits: ReadLimits) -> pd.DataFrame:
+    """`frame` when it has at most `limits.max_columns` columns, else a `SourceError` naming `origin`."""
+    try:
+        limits.check_columns(origin, len(frame.columns))
+    except ReadLimitError as exc:
+        raise SourceError(str(exc)) from None
+    return frame
 
 
 def distinct_columns(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
@@ -248,11 +257,11 @@ def partitions_time(batch_id: str, paths: list[Path]) -> datetime:
     return batch_time_from_id(batch_id) or max(_file_time(p) for p in paths)
 
 
-def load_partitioned_batch(template: str, batch_id: str | None, budget_mb: int = READ_MEMORY_MB) -> Batch:
-    """Every partition of one batch read (each within `budget_mb`) and concatenated in order (the
+def load_partitioned_batch(template: str, batch_id: str | None, limits: ReadLimits = DEFAULT_LIMITS) -> Batch:
+    """Every partition of one batch read (each within `limits`) and concatenated in order (the
     single-process path)."""
     batch_id, paths = batch_partitions(template, batch_id)
-    frames = [read_table(p, budget_mb) for p in paths]
+    frames = [read_table(p, limits) for p in paths]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     return Batch(batch_id, frame, partitions_time(batch_id, paths))
 
@@ -273,12 +282,12 @@ def batch_time_from_id(batch_id: str) -> datetime | None:
     return None
 
 
-def load_file_batch(template: str, batch_id: str | None, budget_mb: int = READ_MEMORY_MB) -> Batch:
-    """The batch `batch_id` (the newest when None) from a path template, read within `budget_mb`."""
+def load_file_batch(template: str, batch_id: str | None, limits: ReadLimits = DEFAULT_LIMITS) -> Batch:
+    """The batch `batch_id` (the newest when None) from a path template, read within `limits`."""
     if is_partitioned(template):
-        return load_partitioned_batch(template, batch_id, budget_mb)
+        return load_partitioned_batch(template, batch_id, limits)
     batch_id, path = batch_file(template, batch_id)
-    frame = read_table(path, budget_mb)
+    frame = read_table(path, limits)
     return Batch(batch_id, frame, batch_time_from_id(batch_id) or _file_time(path))
 
 
@@ -368,11 +377,14 @@ def sql_window(
     return batch_id, start, start + timedelta(days=window_days)
 
 
-def load_sql_batch(url: str, query: str, batch_id: str | None, window_days: float) -> Batch:
-    """The batch of one window from a SQL source; the query binds `:start` and `:end`."""
+def load_sql_batch(
+    url: str, query: str, batch_id: str | None, window_days: float, limits: ReadLimits = DEFAULT_LIMITS
+) -> Batch:
+    """The batch of one window from a SQL source (at most `limits.max_columns` columns); the query binds
+    `:start` and `:end`."""
     batch_id, start, end = sql_window(batch_id, window_days)
     frame = read_sql(url, query, {"start": start, "end": end})
-    return Batch(batch_id, frame, start)
+    return Batch(batch_id, within(frame, "the batches query", limits), start)
 
 
 # --- Parquet read a few columns at a time (wide tables) -------------------------------------------------

@@ -21,7 +21,7 @@ from pydantic import (
 
 from driftline.checks.result import severity_rank
 from driftline.tasks.alerts.config import AlertConfig
-from driftline.tasks.parquet_budget import READ_MEMORY_MB
+from driftline.tasks.read_limits import MAX_COLUMNS, READ_MEMORY_MB, ReadLimits
 
 Severity = Literal["none", "low", "medium", "high"]
 # Rows in one page of a SQL batch read in pages (`sql.page_by`) when `sql.page_rows` is not given.
@@ -184,11 +184,17 @@ class ExecutionSpec(Strict):
             f"default: the larger of {READ_MEMORY_MB} and memory_mb"
         ),
     )
+    max_columns: int = Field(
+        MAX_COLUMNS,
+        gt=0,
+        description="columns a batch or reference may have (each costs every run its results)",
+    )
 
     @property
-    def read_budget_mb(self) -> int:
-        """Megabytes one data file may decode to in the run's own process."""
-        return self.read_memory_mb or max(READ_MEMORY_MB, self.memory_mb or 0)
+    def read_limits(self) -> ReadLimits:
+        """What one data file may take in the run's own process: decoded megabytes (by default the
+        larger of `READ_MEMORY_MB` and the workers' `memory_mb`) and columns."""
+        return ReadLimits(self.read_memory_mb or max(READ_MEMORY_MB, self.memory_mb or 0), self.max_columns)
 
 
 class MonitorSpec(Strict):

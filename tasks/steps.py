@@ -18,9 +18,17 @@ from driftline.checks.columns import Columns
 from driftline.checks.evidence import grade_results
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import run_check
-from driftline.tasks.parquet_budget import READ_MEMORY_MB
 from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
+from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
+from driftline.tasks.sources import (
+    Batch,
+    SourceError,
+    load_file_batch,
+    load_sql_batch,
+    read_sql,
+    read_table,
+    within,
+)
 from driftline.tasks.spec import MonitorSpec, Source, SpecError
 
 T = TypeVar("T")
@@ -83,26 +91,26 @@ def require_reference(spec: MonitorSpec) -> None:
 
 
 def load_reference(
-    path: str | None, sql: dict[str, Any] | None, budget_mb: int = READ_MEMORY_MB
+    path: str | None, sql: dict[str, Any] | None, limits: ReadLimits = DEFAULT_LIMITS
 ) -> pd.DataFrame:
-    """The reference snapshot from a file (read within `budget_mb`) or a SQL query (no window)."""
+    """The reference snapshot from a file or a SQL query (no window), read within `limits`."""
     if path is not None:
-        return read_table(Path(path), budget_mb)
+        return read_table(Path(path), limits)
     assert sql is not None
-    return read_sql(sql["url"], sql["query"])
+    return within(read_sql(sql["url"], sql["query"]), "the reference query", limits)
 
 
 def load_batch(
     path_template: str | None,
     sql: dict[str, Any] | None,
     batch_id: str | None,
-    budget_mb: int = READ_MEMORY_MB,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> Batch:
-    """One production batch (the newest when `batch_id` is None; a file read within `budget_mb`)."""
+    """One production batch (the newest when `batch_id` is None), read within `limits`."""
     if path_template is not None:
-        return load_file_batch(path_template, batch_id, budget_mb)
+        return load_file_batch(path_template, batch_id, limits)
     assert sql is not None
-    return load_sql_batch(sql["url"], sql["query"], batch_id, sql["window_days"])
+    return load_sql_batch(sql["url"], sql["query"], batch_id, sql["window_days"], limits)
 
 
 def evaluate_check(

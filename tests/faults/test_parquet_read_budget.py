@@ -16,6 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from driftline.flows.cli import EXIT_USAGE, app
+from driftline.tasks.read_limits import ReadLimits
 from driftline.tasks.sources import SourceError, read_table
 from driftline.tasks.spec import ExecutionSpec
 
@@ -49,16 +50,16 @@ def test_a_dictionary_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
 
 def test_a_file_within_its_budget_reads_as_pandas_reads_it(tmp_path: Path) -> None:
     path = _repeated_text(tmp_path / "small.parquet", 1, 30)
-    frame = read_table(path, budget_mb=64)
+    frame = read_table(path, ReadLimits(memory_mb=64))
     pd.testing.assert_frame_equal(frame, pd.read_parquet(path))
     with pytest.raises(SourceError, match="decodes to 30 MB, more than the read budget of 16 MB"):
-        read_table(path, budget_mb=16)
+        read_table(path, ReadLimits(memory_mb=16))
 
 
 def test_the_default_budget_follows_the_workers_memory() -> None:
-    assert ExecutionSpec().read_budget_mb == 2048
-    assert ExecutionSpec(memory_mb=8192).read_budget_mb == 8192
-    assert ExecutionSpec(memory_mb=8192, read_memory_mb=100).read_budget_mb == 100
+    assert ExecutionSpec().read_limits.memory_mb == 2048
+    assert ExecutionSpec(memory_mb=8192).read_limits.memory_mb == 8192
+    assert ExecutionSpec(memory_mb=8192, read_memory_mb=100).read_limits.memory_mb == 100
 
 
 def test_a_run_refuses_a_batch_past_its_budget(tmp_path: Path) -> None:

@@ -1,8 +1,10 @@
-"""Reading a Parquet file within a memory budget: a few kilobytes of dictionary-encoded text can decode
-to gigabytes, so the decoded size is measured before any value is expanded."""
+"""The limits a data file is read within in the run's own process: a few kilobytes of dictionary-encoded
+Parquet text can decode to gigabytes, and every column costs each run its own results, so the decoded
+size and the column count are measured before any value is expanded."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,20 +13,46 @@ import pandas as pd
 # Megabytes one file may decode to in the driver's process unless `execution.read_memory_mb` says
 # otherwise (a spec's default is the larger of this and its workers' `memory_mb`).
 READ_MEMORY_MB = 2048
+# Columns a batch or reference may have unless `execution.max_columns` says otherwise: each column gets
+# its own results from most checks, so a run's time grows with them.
+MAX_COLUMNS = 10_000
 MB = 1024 * 1024
 
 
-class ReadBudgetError(ValueError):
-    """A file that would decode past the read budget; the message names the file, column and budget."""
+class ReadLimitError(ValueError):
+    """A table past a read limit; the message names the file (or query), the limit and its spec key."""
 
 
-def read_parquet_within(path: Path, budget_mb: int) -> pd.DataFrame:
-    """A Parquet file as `pd.read_parquet` gives it, refused with a `ReadBudgetError` when it would
-    decode past `budget_mb`: first on its footer's page sizes, then with its dictionary-encoded text
-    read as dictionaries and measured before they are expanded."""
+@dataclass(frozen=True)
+class ReadLimits:
+    """What one table may take in the run's own process: decoded megabytes and columns."""
+
+    memory_mb: int = READ_MEMORY_MB
+    max_columns: int = MAX_COLUMNS
+
+    def check_columns(self, origin: str, count: int) -> None:
+        """A `ReadLimitError` when a table from `origin` has more than `max_columns` columns."""
+        if count > self.max_columns:
+            raise ReadLimitError(
+                f"{origin}: {count:,} columns, more than execution.max_columns ({self.max_columns:,}); "
+                "select the columns to monitor or raise the limit"
+            )
+
+
+# The limits of a read outside a monitor run (`driftline evaluate`, the example retraining flow).
+DEFAULT_LIMITS = ReadLimits()
+
+
+def read_parquet_within(path: Path, limits: ReadLimits) -> pd.DataFrame:
+    """A Parquet file as `pd.read_parquet` gives it, refused with a `ReadLimitError` when its footer
+    lists more than `limits.max_columns` columns or it would decode past `limits.memory_mb`: first on
+    the footer's page sizes, then with its dictionary-encoded text read as dictionaries and measured
+    before they are expanded."""
     import pyarrow.parquet as pq
 
     file = pq.ParquetFile(path)
+    limits.check_columns(str(path), len(file.schema_arrow.names))
+    budget_mb = limits.memory_mb
     _refuse_past(path, budget_mb, _page_sizes(file.metadata))
     encoded = _dictionary_text_columns(file)
     table = pq.read_table(path, read_dictionary=encoded)
@@ -38,12 +66,12 @@ def read_parquet_within(path: Path, budget_mb: int) -> pd.DataFrame:
 
 
 def _refuse_past(path: Path, budget_mb: int, sizes: dict[str, int]) -> None:
-    """A `ReadBudgetError` when the columns' `sizes` (bytes) add up to more than `budget_mb`."""
+    """A `ReadLimitError` when the columns' `sizes` (bytes) add up to more than `budget_mb`."""
     total = sum(sizes.values())
     if total <= budget_mb * MB:
         return
     largest = max(sizes, key=lambda name: sizes[name])
-    raise ReadBudgetError(
+    raise ReadLimitError(
         f"{path}: decodes to {total / MB:,.0f} MB, more than the read budget of {budget_mb:,} MB "
         f"(execution.read_memory_mb); column {largest!r} alone takes {sizes[largest] / MB:,.0f} MB"
     )
