@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from string import Formatter
 from typing import Literal
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -62,15 +62,17 @@ class SlackConfig(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
+        problem = http_url_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("webhook_url")
     @classmethod
     def _http_webhook(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
+        problem = http_url_problem(value.get_secret_value()) if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")
@@ -110,6 +112,19 @@ class SlackConfig(BaseModel):
     def format_report_url(self, monitor: str, batch_id: str) -> str | None:
         """The configured report link for one batch, or None without a template."""
         return self.report_url.format(**url_fields(monitor, batch_id)) if self.report_url else None
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why `url` cannot be called (it is not http(s), or it holds a user name or password, which the
+    HTTP client would send to DNS as part of the host name), without echoing it; None when usable."""
+    if not url.startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    if "@" in urlsplit(url).netloc:
+        return (
+            "must not hold a user name or password (`user:***@host`): it would be sent to DNS as part "
+            "of the host name; put the credential where the service documents it (path or query)"
+        )
+    return None
 
 
 def url_fields(monitor: str, batch_id: str) -> dict[str, str]:
