@@ -405,11 +405,13 @@ def load_spec(path: str | Path) -> MonitorSpec:
         raise SpecError(f"{path}: cannot read the monitor spec ({exc.strerror})") from None
     try:
         data = yaml.safe_load(text)
+        spec = parse_spec(data, str(path), path.resolve().parent)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise SpecError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    spec = parse_spec(data, str(path), path.resolve().parent)
+    except RecursionError:
+        raise SpecError(f"{path}: the spec nests lists or mappings too deeply to read") from None
     spec.path = path.resolve()
     return spec
 
