@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import string
+from typing import Any
 from urllib.parse import quote
 
 # Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts ANSI and OSC-8
@@ -21,6 +22,17 @@ def _escaped(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """`text` with every terminal control character shown as its Python escape (`\\x1b`, `\\u202e`)."""
     return CONTROL.sub(_escaped, text)
+
+
+def page_value(value: Any) -> Any:
+    """A value a page template shows, with `printable`'s escapes (a bidi override in a column name
+    shows as `\\u202e` in titles, headings and cells instead of reordering them); markup stays markup.
+    The `finalize` of driftline's Jinja environments."""
+    from markupsafe import Markup
+
+    if isinstance(value, Markup):
+        return Markup(printable(str(value)))
+    return printable(value) if isinstance(value, str) else value
 
 
 def first_line(text: str) -> str:
