@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from driftline.checks.result import severity_rank
-from driftline.tasks.alerts.config import AlertConfig, http_url_problem
+from driftline.tasks.alerts.config import AlertConfig, CallableUrl
 from driftline.tasks.read_limits import MAX_COLUMNS, READ_MEMORY_MB, ReadLimits
 
 Severity = Literal["none", "low", "medium", "high"]
@@ -113,22 +113,13 @@ class RetrainSpec(Strict):
     command: list[str] | None = Field(
         None, description="argv run with the failure as JSON on stdin and DRIFTLINE_* variables"
     )
-    webhook_url: str | None = None
+    webhook_url: CallableUrl | None = None
     webhook_url_env: str | None = None
     deployment: str | None = Field(None, description="Prefect engine: `flow-name/deployment-name`")
     parameters: dict[str, Any] = Field(default_factory=dict)
     emit_event: bool | None = Field(
         None, description="Prefect engine: emit `driftline.monitor.failed`; default: when nothing else is set"
     )
-
-    @field_validator("webhook_url")
-    @classmethod
-    def _callable_webhook(cls, value: str | None) -> str | None:
-        """A webhook URL that cannot be called safely is named when the spec loads, never echoed."""
-        problem = http_url_problem(value) if value is not None else None
-        if problem:
-            raise ValueError(problem)
-        return value
 
     @field_validator("command", mode="before")
     @classmethod
