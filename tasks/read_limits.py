@@ -39,7 +39,7 @@ class ReadLimits:
             )
 
 
-# The limits of a read outside a monitor run (`driftline evaluate`, the example retraining flow).
+# The limits of a read that is given none (outside a monitor's spec: the example retraining flow).
 DEFAULT_LIMITS = ReadLimits()
 
 
@@ -52,14 +52,13 @@ def read_parquet_within(path: Path, limits: ReadLimits) -> pd.DataFrame:
 
     file = pq.ParquetFile(path)
     limits.check_columns(str(path), len(file.schema_arrow.names))
-    budget_mb = limits.memory_mb
-    _refuse_past(path, budget_mb, _page_sizes(file.metadata))
+    _refuse_past(path, limits.memory_mb, _page_sizes(file.metadata))
     encoded = _dictionary_text_columns(file)
     table = pq.read_table(path, read_dictionary=encoded)
     sizes: dict[str, int] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         sizes[name] = sizes.get(name, 0) + (_decoded_bytes(column) if name in encoded else column.nbytes)
-    _refuse_past(path, budget_mb, sizes)
+    _refuse_past(path, limits.memory_mb, sizes)
     for name in encoded:
         table = _decoded_column(table, name, file.schema_arrow.field(name))
     return table.to_pandas()
