@@ -72,7 +72,7 @@ def read_table(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> pd.DataFrame:
             return distinct_columns(read_parquet_within(path, limits), str(path))
         if suffix in (".csv", ".gz", ".txt"):
             encoding, separator = csv_dialect(path)
-            return within(pd.read_csv(path, sep=separator, encoding=encoding), str(path), limits)
+            return within_limits(pd.read_csv(path, sep=separator, encoding=encoding), str(path), limits)
     except RepeatedColumns:
         raise
     except ReadLimitError as exc:
@@ -91,7 +91,7 @@ def _repeated(origin: str, names: list[str]) -> str:
     return f"{origin}: column name(s) {names} appear more than once (each column needs its own name)"
 
 
-def within(frame: pd.DataFrame, origin: str, limits: ReadLimits) -> pd.DataFrame:
+def within_limits(frame: pd.DataFrame, origin: str, limits: ReadLimits) -> pd.DataFrame:
     """`frame` when it has at most `limits.max_columns` columns, else a `SourceError` naming `origin`."""
     try:
         limits.check_columns(origin, len(frame.columns))
@@ -384,7 +384,7 @@ def load_sql_batch(
     `:start` and `:end`."""
     batch_id, start, end = sql_window(batch_id, window_days)
     frame = read_sql(url, query, {"start": start, "end": end})
-    return Batch(batch_id, within(frame, "the batches query", limits), start)
+    return Batch(batch_id, within_limits(frame, "the batches query", limits), start)
 
 
 # --- Parquet read a few columns at a time (wide tables) -------------------------------------------------

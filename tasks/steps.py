@@ -27,7 +27,7 @@ from driftline.tasks.sources import (
     load_sql_batch,
     read_sql,
     read_table,
-    within,
+    within_limits,
 )
 from driftline.tasks.spec import MonitorSpec, Source, SpecError
 
@@ -97,7 +97,7 @@ def load_reference(
     if path is not None:
         return read_table(Path(path), limits)
     assert sql is not None
-    return within(read_sql(sql["url"], sql["query"]), "the reference query", limits)
+    return within_limits(read_sql(sql["url"], sql["query"]), "the reference query", limits)
 
 
 def load_batch(
