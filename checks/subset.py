@@ -89,6 +89,7 @@ def subset_metrics(
             "that larger is worse; not a change against the reference",
             uncertainty=f"normal bound on the subset's standard error; {uncertainty}",
             figure="subsets",
+            audit=True,
         ),
         SUBSET_VALUE: Metric(
             (),
