@@ -14,6 +14,7 @@ import importlib
 import io
 import json
 import sys
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,6 +28,10 @@ TREE = "tree"  # the archive member holding the JSON structure; arrays are named
 ARRAY_KINDS = frozenset("biufcmMSU")  # dtypes stored as arrays: numbers, booleans, times, bytes, str
 CATALOG = "driftline.checks."  # modules a stored class may name that are imported when needed
 PLAIN = (type(None), bool, int, float, str)  # stored as JSON as they are (exact types, no subclasses)
+# Bytes a stored profile may hold (bin edges, counts, vocabularies: far less in practice). Profiles are
+# written uncompressed, so a file larger than this, or with a compressed member (a few kilobytes
+# that would inflate to gigabytes), is no profile driftline wrote.
+MAX_PROFILE_BYTES = 256 * 1024 * 1024
 
 
 class ProfileFormatError(ValueError):
@@ -291,7 +296,9 @@ def dump_profile(profile: Any, key: str, trusted: tuple[str, ...] = ()) -> bytes
 
 def load_profile(source: Path | io.BytesIO, key: str, trusted: tuple[str, ...] = ()) -> Any:
     """The profile stored in `source` under `key` (arrays read without pickle); raises on a file that
-    is corrupt, of another format or version, or stored under another key."""
+    is corrupt, of another format or version, or stored under another key, or larger than
+    `MAX_PROFILE_BYTES` once read."""
+    _bounded(source)
     with np.load(source, allow_pickle=False) as archive:
         tree = json.loads(archive[TREE].tobytes())
         if (tree.get("format"), tree.get("version")) != (PROFILE_FORMAT, FORMAT_VERSION):
@@ -299,3 +306,18 @@ def load_profile(source: Path | io.BytesIO, key: str, trusted: tuple[str, ...] =
         if tree.get("key") != key:
             raise ProfileFormatError("stored under another key")
         return Decoder(archive, trusted).decode(tree["profile"])
+
+
+def _bounded(source: Path | io.BytesIO) -> None:
+    """A `ProfileFormatError` unless every member of the archive is stored uncompressed, as
+    `dump_profile` writes them, and together they hold at most `MAX_PROFILE_BYTES` (the sizes the
+    archive declares bound what reading it can give)."""
+    with zipfile.ZipFile(source) as archive:
+        members = archive.infolist()
+    if any(member.compress_type != zipfile.ZIP_STORED for member in members):
+        raise ProfileFormatError("a compressed archive member (profiles are stored uncompressed)")
+    size = sum(member.file_size for member in members)
+    if size > MAX_PROFILE_BYTES:
+        raise ProfileFormatError(f"holds {size:,} bytes, more than a profile's {MAX_PROFILE_BYTES:,}")
+    if isinstance(source, io.BytesIO):
+        source.seek(0)

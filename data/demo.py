@@ -10,11 +10,14 @@ tests and the Airflow example DAG alike.
 
 from __future__ import annotations
 
+import io
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from driftline.tasks.files import write_private_file
 
 DEMO_DATA = resources.files("driftline.data") / "acs_employment"
 DATA_FILE = DEMO_DATA / "acs_employment_ma.parquet"
@@ -54,8 +57,16 @@ def aged_sample(frame: pd.DataFrame, strength: float, rng: np.random.Generator) 
     return frame.iloc[np.sort(rows)].reset_index(drop=True)
 
 
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """`frame` as a Parquet file at `path`, owner-only, replacing (never writing through) a link."""
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer)
+    write_private_file(path, buffer.getvalue())
+
+
 def build_demo_data(output: Path) -> Path:
-    """Write the reference, the batches and the monitor spec under `output`; returns the spec path."""
+    """Write the reference, the batches and the monitor spec under `output` (files 0600, folders 0700,
+    a link in the way replaced, not followed); returns the spec path."""
     with resources.as_file(DATA_FILE) as data_file:
         data = pd.read_parquet(data_file)
     features = [c for c in data.columns if c not in ("id", LABEL, "year")]
@@ -63,12 +74,13 @@ def build_demo_data(output: Path) -> Path:
     train, reference = base.iloc[: len(base) // 2], base.iloc[len(base) // 2 :]
     model = train_model(train, features)
 
-    (output / "data" / "batches").mkdir(parents=True, exist_ok=True)
-    scored(model, reference.drop(columns="year"), features).to_parquet(output / "data" / "reference.parquet")
+    _write_parquet(
+        scored(model, reference.drop(columns="year"), features), output / "data" / "reference.parquet"
+    )
     rng = np.random.default_rng(7)
     for batch_id, year, strength in BATCHES:
         sample = aged_sample(data[data["year"] == year].drop(columns="year"), strength, rng)
-        scored(model, sample, features).to_parquet(output / "data" / "batches" / f"{batch_id}.parquet")
+        _write_parquet(scored(model, sample, features), output / "data" / "batches" / f"{batch_id}.parquet")
     spec_path = output / "monitor.yaml"
-    spec_path.write_text(SPEC_TEMPLATE.read_text())
+    write_private_file(spec_path, SPEC_TEMPLATE.read_bytes())
     return spec_path

@@ -15,6 +15,7 @@ import typer
 import yaml
 
 from driftline.flows.cli_common import app, console, fail
+from driftline.tasks.files import private_folder, write_private_file
 
 PREFECT_TEMPLATE = resources.files("driftline.flows") / "templates" / "prefect.yaml"
 SPEC = "monitor.yaml"
@@ -38,22 +39,32 @@ def prefect_yaml(spec_path: Path) -> str:
     return text.replace("@MONITOR@", monitor).replace("@SPEC_PATH@", json.dumps(str(spec_path.resolve())))
 
 
+def _under(folder: Path, files: list[Path]) -> list[Path]:
+    """`files` and the folders between them and `folder` (which itself may be a link)."""
+    folders = {parent for path in files for parent in path.parents if folder in parent.parents}
+    return sorted(folders) + files
+
+
 @app.command()
 def init(
     folder: Annotated[Path, typer.Argument(help="Project folder (created if missing).")] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Overwrite files that already exist.")] = False,
 ) -> None:
     """Write an example monitor spec, the demo data and a prefect.yaml into a project folder."""
-    existing = [path for path in planned_files(folder) if path.exists()]
+    planned = planned_files(folder)
+    links = [path for path in _under(folder, planned) if path.is_symlink()]
+    if links:
+        fail(f"{links[0]}: is a symbolic link; init never writes through one (remove it first)")
+    existing = [path for path in planned if path.exists()]
     if existing and not force:
         names = ", ".join(str(path) for path in existing)
         fail(f"{names}: already exist{'s' if len(existing) == 1 else ''} (--force overwrites)")
     from driftline.data.demo import build_demo_data
 
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_folder(folder)
         spec_path = build_demo_data(folder)
-        (folder / PREFECT_FILE).write_text(prefect_yaml(spec_path))
+        write_private_file(folder / PREFECT_FILE, prefect_yaml(spec_path).encode())
     except OSError as exc:
         fail(f"{folder}: cannot write the project ({exc.strerror or exc})")
     console.print(

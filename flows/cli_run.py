@@ -41,7 +41,7 @@ def _parse_params(pairs: list[str]) -> dict[str, Any]:
             fail(f"--param {pair!r}: expected key=value")
         try:
             params[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):
             params[key.strip()] = value
     return params
 

@@ -230,7 +230,8 @@ class ParquetPair:
         """Each check's ungraded results on the whole files, read only when there is a check."""
         if not checks:
             return []
-        reference, current = read_table(self.reference), read_table(self.current)
+        limits = (execution or ExecutionSpec()).read_limits
+        reference, current = read_table(self.reference, limits), read_table(self.current, limits)
         if self.outputs is not None:
             reference, current = _with(reference, self.outputs[0]), _with(current, self.outputs[1])
         return frame_outcomes(checks, reference, current, roles, execution, driver)

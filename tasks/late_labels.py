@@ -63,9 +63,9 @@ def load_labels(spec: MonitorSpec, source: Source, batch_id: str) -> pd.DataFram
         path = spec.resolve(source.path.replace(BATCH_PLACEHOLDER, batch_id))
         if not path.exists():
             return None
-        frame = read_table(path)
+        frame = read_table(path, spec.execution.read_limits)
     else:
-        frame = load_batch(*source_args(spec, source, "labels"), batch_id).frame
+        frame = load_batch(*source_args(spec, source, "labels"), batch_id, spec.execution.read_limits).frame
     return frame if len(frame) else None
 
 
@@ -117,7 +117,9 @@ def labelled_batch(
     try:
         require_partitionable(spec)
     except SpecError:
-        batch = load_batch(*source_args(spec, spec.batches, "batches"), batch_id).frame
+        batch = load_batch(
+            *source_args(spec, spec.batches, "batches"), batch_id, spec.execution.read_limits
+        ).frame
         return Labelled(len(batch), joined(batch, keyed, columns.id, columns.label))
     _, parts, _ = plan_batch(spec, batch_id, driver)
     rows = sum(p.rows for p in parts)

@@ -37,7 +37,7 @@ def still_declares(spec_file: Path, name: str) -> bool:
     """Whether `spec_file` exists and its `name:` is still `name` (a renamed monitor frees its claim)."""
     try:
         data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+    except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
         return False
     return isinstance(data, dict) and data.get("name") == name
 

@@ -155,7 +155,11 @@ def run_monitor(
     )
     require_reference(spec)
     batch: Batch = context.driver.step(
-        "load-batch", load_batch, *source_args(spec, spec.batches, "batches"), batch_id
+        "load-batch",
+        load_batch,
+        *source_args(spec, spec.batches, "batches"),
+        batch_id,
+        spec.execution.read_limits,
     )
     context.driver.logger.info("monitor %s: batch %s, %d rows", spec.name, batch.batch_id, len(batch.frame))
     with tracked_run(context, batch.batch_id, batch.batch_time):
@@ -190,7 +194,12 @@ def prepare_run_reference(context: RunContext) -> PreparedReference:
     spec, driver = context.spec, context.driver
 
     def load() -> pd.DataFrame:
-        return driver.step("load-reference", load_reference, *source_args(spec, spec.reference, "reference"))
+        return driver.step(
+            "load-reference",
+            load_reference,
+            *source_args(spec, spec.reference, "reference"),
+            spec.execution.read_limits,
+        )
 
     return prepare_reference(spec, load, context.cache.directory)
 
@@ -262,6 +271,7 @@ def conclude_run(context: RunContext, ran: Ran, prepared: PreparedReference) -> 
         "flow_run_id": driver.run_id,
         "details": {"reference_rows": len(prepared.frame), "reference_hash": prepared.content_hash},
     }
+    summary.report = write_run_report(context, summary, len(prepared.frame))
     persisted = persist_run(context, record)
     summary.stored, summary.alerts = persisted.stored, persisted.alerts
     if spec.labels is not None:
@@ -295,20 +305,25 @@ def report_dir(spec: MonitorSpec, batch_id: str) -> Path:
     return spec.state_dir / "reports" / spec.name / valid_batch_id(batch_id)
 
 
-def publish_report(context: RunContext, summary: RunSummary, figure_dir: Path) -> list[str]:
-    """The run's HTML report and figures, published by the engine; a failure here is logged, never
-    fatal (the run is stored)."""
+def write_run_report(context: RunContext, summary: RunSummary, reference_rows: int) -> str | None:
+    """The run's HTML report, written before the run is stored (a process killed once its results
+    are stored still leaves the report); a failure here is logged, never fatal."""
     driver = context.driver
+    run = {**summary.to_dict(), "reference_rows": reference_rows}
     try:
         from driftline.tasks.report import write_html_report
 
-        summary.report = str(
-            write_html_report(
-                context.spec, summary, run_url=driver.run_url, database_url=context.database_url
-            )
-        )
+        path = write_html_report(context.spec, run, run_url=driver.run_url, database_url=context.database_url)
     except Exception as exc:
         driver.logger.warning("HTML report not written: %s: %s", type(exc).__name__, exc)
+        return None
+    return str(path)
+
+
+def publish_report(context: RunContext, summary: RunSummary, figure_dir: Path) -> list[str]:
+    """The run's figures and summary, published by the engine once the run is stored; a failure here
+    is logged, never fatal."""
+    driver = context.driver
     try:
         figures = drawn_figures(summary.results, figure_dir)
         driver.publish(summary.to_dict(), figures)

@@ -17,7 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from driftline.tasks.alerts.config import http_url_problem
 from driftline.tasks.files import write_private_file
+from driftline.tasks.safe_text import header_value
 from driftline.tasks.spec import RetrainSpec
 
 if TYPE_CHECKING:
@@ -80,9 +82,10 @@ def run_command(argv: list[str], request: RetrainRequest, cwd: Path) -> dict[str
 
 
 def post_webhook(url: str, request: RetrainRequest) -> dict[str, Any]:
-    """POST the payload as JSON, with the idempotency key as a header the receiver can deduplicate on."""
+    """POST the payload as JSON, with the idempotency key as a header the receiver can deduplicate on
+    (percent-encoded: a header is Latin-1, a batch id any script)."""
     body = json.dumps(request.payload()).encode()
-    headers = {"Content-Type": "application/json", "Idempotency-Key": request.key}
+    headers = {"Content-Type": "application/json", "Idempotency-Key": header_value(request.key)}
     req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     with urllib.request.urlopen(req, timeout=WEBHOOK_TIMEOUT_S) as reply:
         return {"status": reply.status}
@@ -92,6 +95,12 @@ def _webhook_url(spec: RetrainSpec) -> str | None:
     if spec.webhook_url:
         return spec.webhook_url
     return os.environ.get(spec.webhook_url_env) if spec.webhook_url_env else None
+
+
+def _refused_url(spec: RetrainSpec, url: str) -> str | None:
+    """Why the webhook URL (from the spec or its environment variable) is not called, or None."""
+    problem = http_url_problem(url)
+    return f"the webhook URL in ${spec.webhook_url_env} {problem}" if problem else None
 
 
 def trigger_plain(spec: RetrainSpec, request: RetrainRequest, state_dir: Path) -> dict[str, Any]:
@@ -104,9 +113,8 @@ def trigger_plain(spec: RetrainSpec, request: RetrainRequest, state_dir: Path) -
         actions["command"] = lambda: run_command(spec.command or [], request, state_dir.parent)
     if spec.webhook_url or spec.webhook_url_env:
         url = _webhook_url(spec)
-        actions["webhook"] = (
-            (lambda: post_webhook(url, request)) if url else _missing(f"${spec.webhook_url_env} is not set")
-        )
+        refused = f"${spec.webhook_url_env} is not set" if not url else _refused_url(spec, url)
+        actions["webhook"] = _missing(refused) if refused else (lambda: post_webhook(url, request))
     outcome: dict[str, Any] = {}
     for name, action in actions.items():
         marker = _marker(state_dir, request, name)

@@ -6,6 +6,7 @@ import codecs
 import csv
 import glob
 import gzip
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -18,7 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimitError, ReadLimits, read_parquet_within
 from driftline.tasks.safe_text import first_line
+
+log = logging.getLogger(__name__)
 
 BATCH_PLACEHOLDER = "{batch}"
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -57,28 +61,59 @@ class Batch:
     batch_time: datetime
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV (separator and byte-order mark sniffed) or Parquet file; a missing or unreadable file
-    is a one-line `SourceError` naming it."""
+def read_table(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> pd.DataFrame:
+    """Read a CSV (separator and byte-order mark sniffed) or Parquet file within `limits`; a missing,
+    unreadable, too wide or too large file is a one-line `SourceError` naming it."""
     if not path.exists():
         raise SourceError(f"{path}: no such file")
     suffix = path.suffix.lower()
     try:
         if suffix in PARQUET_SUFFIXES:
-            return pd.read_parquet(path)
+            return distinct_columns(read_parquet_within(path, limits), str(path))
         if suffix in (".csv", ".gz", ".txt"):
             encoding, separator = csv_dialect(path)
-            return pd.read_csv(path, sep=separator, encoding=encoding)
+            return within_limits(pd.read_csv(path, sep=separator, encoding=encoding), str(path), limits)
+    except RepeatedColumns:
+        raise
+    except ReadLimitError as exc:
+        raise SourceError(str(exc)) from None
     except Exception as exc:
         raise SourceError(_unreadable(path, exc)) from exc
     raise SourceError(f"{path}: unsupported file type {suffix!r} (use .csv or .parquet)")
+
+
+class RepeatedColumns(SourceError):
+    """A table that gives one column name to several columns (a file's schema or its pandas metadata,
+    a query's aliases): no check could tell them apart."""
+
+
+def _repeated(origin: str, names: list[str]) -> str:
+    return f"{origin}: column name(s) {names} appear more than once (each column needs its own name)"
+
+
+def within_limits(frame: pd.DataFrame, origin: str, limits: ReadLimits) -> pd.DataFrame:
+    """`frame` when it has at most `limits.max_columns` columns, else a `SourceError` naming `origin`."""
+    try:
+        limits.check_columns(origin, len(frame.columns))
+    except ReadLimitError as exc:
+        raise SourceError(str(exc)) from None
+    return frame
+
+
+def distinct_columns(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
+    """`frame` when each of its columns has its own name, else a `RepeatedColumns` naming `origin` (the
+    file or database) and the repeated names."""
+    if frame.columns.is_unique:
+        return frame
+    repeated = sorted({str(name) for name in frame.columns[frame.columns.duplicated()]})
+    raise RepeatedColumns(_repeated(origin, repeated))
 
 
 def _unreadable(path: Path, exc: Exception) -> str:
     """One line on why a file cannot be read: its repeated column names, else the reader's first line."""
     repeated = _repeated_parquet_columns(path) if path.suffix.lower() in PARQUET_SUFFIXES else []
     if repeated:
-        return f"{path}: column name(s) {repeated} appear more than once (each column needs its own name)"
+        return _repeated(str(path), repeated)
     kind = path.suffix.lower().lstrip(".")
     return f"{path}: cannot parse as {kind} ({type(exc).__name__}: {first_line(str(exc))})"
 
@@ -124,8 +159,23 @@ def list_batch_ids(template: str) -> list[str]:
         return [_fixed_batch_id(Path(template).stem)] if Path(template).exists() else []
     prefix, suffix = template.split(BATCH_PLACEHOLDER, 1)
     pattern = re.compile(re.escape(prefix) + "(.+?)" + re.escape(suffix) + "$")
-    ids = [valid_batch_id(m.group(1), p) for p in glob.glob(prefix + "*" + suffix) if (m := pattern.match(p))]
-    return sorted(ids, key=_natural_key)
+    found = {m.group(1): p for p in glob.glob(prefix + "*" + suffix) if (m := pattern.match(p))}
+    return _listed_ids(found)
+
+
+def _listed_ids(found: dict[str, str]) -> list[str]:
+    """The valid batch ids of `found` (id: the file or folder it came from), sorted; the others are
+    stray files, skipped with one warning naming the first of them (an explicit `--batch` still
+    refuses an id that is not valid)."""
+    stray = sorted(path for batch_id, path in found.items() if not BATCH_ID.fullmatch(batch_id))
+    if stray:
+        log.warning(
+            "skipped %d file(s) whose name is not a batch id, such as %r: %s",
+            len(stray),
+            stray[0],
+            BATCH_ID_RULE,
+        )
+    return sorted((batch_id for batch_id in found if BATCH_ID.fullmatch(batch_id)), key=_natural_key)
 
 
 def _fixed_batch_id(name: str) -> str:
@@ -160,12 +210,12 @@ def _partitioned_batch_ids(template: str) -> list[str]:
     if "/" not in suffix or GLOB_CHARACTERS & set(head):
         raise SourceError(f"{template!r}: in a partitioned batch path, {BATCH_PLACEHOLDER} names a folder")
     pattern = re.compile(re.escape(prefix) + "([^/]+?)" + re.escape(head) + "$")
-    ids = {
-        valid_batch_id(m.group(1), p)
+    found = {
+        m.group(1): p
         for p in glob.glob(prefix + "*" + head)
         if (m := pattern.match(p)) and partition_paths(template.replace(BATCH_PLACEHOLDER, m.group(1)))
     }
-    return sorted(ids, key=_natural_key)
+    return _listed_ids(found)
 
 
 def partition_paths(pattern: str) -> list[Path]:
@@ -207,16 +257,19 @@ def partitions_time(batch_id: str, paths: list[Path]) -> datetime:
     return batch_time_from_id(batch_id) or max(_file_time(p) for p in paths)
 
 
-def load_partitioned_batch(template: str, batch_id: str | None) -> Batch:
-    """Every partition of one batch read and concatenated in order (the single-process path)."""
+def load_partitioned_batch(template: str, batch_id: str | None, limits: ReadLimits = DEFAULT_LIMITS) -> Batch:
+    """Every partition of one batch read (each within `limits`) and concatenated in order (the
+    single-process path)."""
     batch_id, paths = batch_partitions(template, batch_id)
-    frames = [read_table(p) for p in paths]
+    frames = [read_table(p, limits) for p in paths]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     return Batch(batch_id, frame, partitions_time(batch_id, paths))
 
 
 def _natural_key(text: str) -> list[object]:
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+    """`text` split into its runs of decimal digits (as numbers) and the text between, so that `b2`
+    sorts before `b10`; digit-like characters that are not decimal digits (`²`, `①`) stay text."""
+    return [int(part) if part.isdecimal() else part for part in re.split(r"(\d+)", text)]
 
 
 def batch_time_from_id(batch_id: str) -> datetime | None:
@@ -229,12 +282,12 @@ def batch_time_from_id(batch_id: str) -> datetime | None:
     return None
 
 
-def load_file_batch(template: str, batch_id: str | None) -> Batch:
-    """The batch `batch_id` (the newest when None) from a path template."""
+def load_file_batch(template: str, batch_id: str | None, limits: ReadLimits = DEFAULT_LIMITS) -> Batch:
+    """The batch `batch_id` (the newest when None) from a path template, read within `limits`."""
     if is_partitioned(template):
-        return load_partitioned_batch(template, batch_id)
+        return load_partitioned_batch(template, batch_id, limits)
     batch_id, path = batch_file(template, batch_id)
-    frame = read_table(path)
+    frame = read_table(path, limits)
     return Batch(batch_id, frame, batch_time_from_id(batch_id) or _file_time(path))
 
 
@@ -257,7 +310,10 @@ def read_sql(url: str, query: str, params: dict[str, object] | None = None) -> p
     """Run a query through SQLAlchemy, streaming it in chunks; connection and SQL errors name the
     database (password hidden)."""
     with sql_connection(url) as conn:
-        return streamed_frame(conn, query, params or {})
+        frame = streamed_frame(conn, query, params or {})
+    from driftline.tasks.history.db import masked_url
+
+    return distinct_columns(frame, f"query on {masked_url(url)}")
 
 
 def streamed_frame(conn: Any, query: str, params: dict[str, Any]) -> pd.DataFrame:
@@ -321,11 +377,14 @@ def sql_window(
     return batch_id, start, start + timedelta(days=window_days)
 
 
-def load_sql_batch(url: str, query: str, batch_id: str | None, window_days: float) -> Batch:
-    """The batch of one window from a SQL source; the query binds `:start` and `:end`."""
+def load_sql_batch(
+    url: str, query: str, batch_id: str | None, window_days: float, limits: ReadLimits = DEFAULT_LIMITS
+) -> Batch:
+    """The batch of one window from a SQL source (at most `limits.max_columns` columns); the query binds
+    `:start` and `:end`."""
     batch_id, start, end = sql_window(batch_id, window_days)
     frame = read_sql(url, query, {"start": start, "end": end})
-    return Batch(batch_id, frame, start)
+    return Batch(batch_id, within_limits(frame, "the batches query", limits), start)
 
 
 # --- Parquet read a few columns at a time (wide tables) -------------------------------------------------
@@ -344,6 +403,8 @@ def _parquet_errors(path: Path) -> Iterator[None]:
         raise SourceError(f"{path}: no such file")
     try:
         yield
+    except RepeatedColumns:
+        raise
     except Exception as exc:
         raise SourceError(_unreadable(path, exc)) from exc
 
@@ -355,7 +416,9 @@ def parquet_shape(path: Path) -> tuple[pd.DataFrame, int]:
 
     with _parquet_errors(path):
         file = pq.ParquetFile(path)
-        return file.schema_arrow.empty_table().to_pandas(), file.metadata.num_rows
+        return distinct_columns(
+            file.schema_arrow.empty_table().to_pandas(), str(path)
+        ), file.metadata.num_rows
 
 
 def read_parquet_columns(path: Path, columns: list[str]) -> pd.DataFrame:
@@ -365,7 +428,7 @@ def read_parquet_columns(path: Path, columns: list[str]) -> pd.DataFrame:
 
     with _parquet_errors(path):
         table = pq.read_table(path, columns=columns, pre_buffer=False, use_pandas_metadata=True)
-        return table.to_pandas(split_blocks=True, self_destruct=True)
+        return distinct_columns(table.to_pandas(split_blocks=True, self_destruct=True), str(path))
 
 
 def read_parquet_head(path: Path, rows: int) -> pd.DataFrame:
@@ -375,7 +438,7 @@ def read_parquet_head(path: Path, rows: int) -> pd.DataFrame:
     import pyarrow as pa
 
     with _parquet_errors(path):
-        frame = _head_table(path, rows).to_pandas()
+        frame = distinct_columns(_head_table(path, rows).to_pandas(), str(path))
     pa.default_memory_pool().release_unused()
     return frame
 

@@ -20,7 +20,8 @@ from pydantic import (
 )
 
 from driftline.checks.result import severity_rank
-from driftline.tasks.alerts.config import AlertConfig
+from driftline.tasks.alerts.config import AlertConfig, CallableUrl
+from driftline.tasks.read_limits import MAX_COLUMNS, READ_MEMORY_MB, ReadLimits
 
 Severity = Literal["none", "low", "medium", "high"]
 # Rows in one page of a SQL batch read in pages (`sql.page_by`) when `sql.page_rows` is not given.
@@ -123,7 +124,7 @@ class RetrainSpec(Strict):
     command: list[str] | None = Field(
         None, description="argv run with the failure as JSON on stdin and DRIFTLINE_* variables"
     )
-    webhook_url: str | None = None
+    webhook_url: CallableUrl | None = None
     webhook_url_env: str | None = None
     deployment: str | None = Field(None, description="Prefect engine: `flow-name/deployment-name`")
     parameters: dict[str, Any] = Field(default_factory=dict)
@@ -186,6 +187,25 @@ class ExecutionSpec(Strict):
     workers: int = Field(4, ge=1, description="checks evaluated at the same time")
     timeout_s: float = Field(600.0, gt=0, description="default per-check time limit (process isolation)")
     memory_mb: int | None = Field(None, gt=0, description="per-check address-space limit (process isolation)")
+    read_memory_mb: int | None = Field(
+        None,
+        gt=0,
+        description=(
+            "megabytes a data file may decode to in the run's own process (the reference, a batch); "
+            f"default: the larger of {READ_MEMORY_MB} and memory_mb"
+        ),
+    )
+    max_columns: int = Field(
+        MAX_COLUMNS,
+        gt=0,
+        description="columns a batch or reference may have (each costs every run its results)",
+    )
+
+    @property
+    def read_limits(self) -> ReadLimits:
+        """What one data file may take in the run's own process: decoded megabytes (by default the
+        larger of `READ_MEMORY_MB` and the workers' `memory_mb`) and columns."""
+        return ReadLimits(self.read_memory_mb or max(READ_MEMORY_MB, self.memory_mb or 0), self.max_columns)
 
 
 class MonitorSpec(Strict):
@@ -404,11 +424,13 @@ def load_spec(path: str | Path) -> MonitorSpec:
         raise SpecError(f"{path}: cannot read the monitor spec ({exc.strerror})") from None
     try:
         data = yaml.safe_load(text)
+        spec = parse_spec(data, str(path), path.resolve().parent)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise SpecError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    spec = parse_spec(data, str(path), path.resolve().parent)
+    except RecursionError:
+        raise SpecError(f"{path}: the spec nests lists or mappings too deeply to read") from None
     spec.path = path.resolve()
     return spec
 

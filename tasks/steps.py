@@ -19,7 +19,16 @@ from driftline.checks.evidence import grade_results
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import run_check
 from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.sources import Batch, SourceError, load_file_batch, load_sql_batch, read_sql, read_table
+from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
+from driftline.tasks.sources import (
+    Batch,
+    SourceError,
+    load_file_batch,
+    load_sql_batch,
+    read_sql,
+    read_table,
+    within_limits,
+)
 from driftline.tasks.spec import MonitorSpec, Source, SpecError
 
 T = TypeVar("T")
@@ -83,20 +92,27 @@ def require_reference(spec: MonitorSpec) -> None:
         raise SourceError(f"{path}: no such file")
 
 
-def load_reference(path: str | None, sql: dict[str, Any] | None) -> pd.DataFrame:
-    """The reference snapshot from a file or a SQL query (no window)."""
+def load_reference(
+    path: str | None, sql: dict[str, Any] | None, limits: ReadLimits = DEFAULT_LIMITS
+) -> pd.DataFrame:
+    """The reference snapshot from a file or a SQL query (no window), read within `limits`."""
     if path is not None:
-        return read_table(Path(path))
+        return read_table(Path(path), limits)
     assert sql is not None
-    return read_sql(sql["url"], sql["query"])
+    return within_limits(read_sql(sql["url"], sql["query"]), "the reference query", limits)
 
 
-def load_batch(path_template: str | None, sql: dict[str, Any] | None, batch_id: str | None) -> Batch:
-    """One production batch (the newest when `batch_id` is None)."""
+def load_batch(
+    path_template: str | None,
+    sql: dict[str, Any] | None,
+    batch_id: str | None,
+    limits: ReadLimits = DEFAULT_LIMITS,
+) -> Batch:
+    """One production batch (the newest when `batch_id` is None), read within `limits`."""
     if path_template is not None:
-        return load_file_batch(path_template, batch_id)
+        return load_file_batch(path_template, batch_id, limits)
     assert sql is not None
-    return load_sql_batch(sql["url"], sql["query"], batch_id, sql["window_days"])
+    return load_sql_batch(sql["url"], sql["query"], batch_id, sql["window_days"], limits)
 
 
 def evaluate_check(

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 from string import Formatter
-from typing import Literal
-from urllib.parse import quote
+from typing import Annotated, Literal
+from urllib.parse import quote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 AlertSeverity = Literal["low", "medium", "high"]
 SEVERITY_ORDER = ("low", "medium", "high")
@@ -27,6 +27,31 @@ WEBHOOK_DESTINATION = "slack-webhook"
 CONSOLE_DESTINATION = "console"
 
 
+def http_url_problem(url: str) -> str | None:
+    """Why `url` cannot be called (it is not http(s), or it holds a user name or password, which the
+    HTTP client would send to DNS as part of the host name), without echoing it; None when usable."""
+    if not url.startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    if "@" in urlsplit(url).netloc:
+        return (
+            "must not hold a user name or password (`user:***@host`): it would be sent to DNS as part "
+            "of the host name; put the credential where the service documents it (path or query)"
+        )
+    return None
+
+
+def callable_url(url: str) -> str:
+    """`url`, or a `ValueError` saying why it cannot be called (`http_url_problem`), never echoing it."""
+    problem = http_url_problem(url)
+    if problem:
+        raise ValueError(problem)
+    return url
+
+
+# A URL driftline calls (an API base or a webhook), validated as `callable_url` when the spec loads.
+CallableUrl = Annotated[str, AfterValidator(callable_url)]
+
+
 class SlackConfig(BaseModel):
     """Slack delivery: a bot token posting to `channel`, or an incoming webhook."""
 
@@ -37,7 +62,9 @@ class SlackConfig(BaseModel):
     token_block: str | None = Field(None, description="Prefect Secret block holding the bot token")
     webhook_url_env: str | None = Field(None, description="environment variable with the webhook URL")
     webhook_url: SecretStr | None = Field(None, description="incoming webhook URL (prefer webhook_url_env)")
-    base_url: str | None = Field(None, description="Slack Web API base URL; default https://slack.com/api/")
+    base_url: CallableUrl | None = Field(
+        None, description="Slack Web API base URL; default https://slack.com/api/"
+    )
     run_url: str | None = Field(None, description="link to a run, with `{monitor}` and `{batch_id}` fields")
     report_url: str | None = Field(
         None, description="link to a run's HTML report, with `{monitor}` and `{batch_id}` fields"
@@ -59,18 +86,11 @@ class SlackConfig(BaseModel):
             )
         return value
 
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value
-
     @field_validator("webhook_url")
     @classmethod
     def _http_webhook(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
+        if value is not None:
+            callable_url(value.get_secret_value())
         return value
 
     @model_validator(mode="after")

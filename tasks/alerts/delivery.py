@@ -39,7 +39,13 @@ from slack_sdk.http_retry.builtin_handlers import (
 from slack_sdk.http_retry.handler import RetryHandler
 from slack_sdk.webhook import WebhookClient
 
-from driftline.tasks.alerts.config import CONSOLE_DESTINATION, WEBHOOK_DESTINATION, AlertConfig, SlackConfig
+from driftline.tasks.alerts.config import (
+    CONSOLE_DESTINATION,
+    WEBHOOK_DESTINATION,
+    AlertConfig,
+    SlackConfig,
+    http_url_problem,
+)
 from driftline.tasks.alerts.messages import clip, unescape
 
 SLACK_API_URL = "https://slack.com/api/"
@@ -374,6 +380,10 @@ def _webhook_sender(slack: SlackConfig) -> Sender:
     if not url:
         problem = f"no Slack webhook URL: environment variable {env} is unset"
         return UnavailableSender(slack.destination, problem)
+    if refused := http_url_problem(url):
+        return UnavailableSender(
+            slack.destination, f"the Slack webhook URL in environment variable {env} {refused}"
+        )
     return SlackWebhookSender(url, credential=f"the webhook URL in environment variable {env}")
 
 

@@ -149,24 +149,26 @@ def from_summary(
     min_severity: str = "medium",
     links: Mapping[str, str] | None = None,
 ) -> ReportData:
-    """Report data of a run that just finished (a `RunSummary.to_dict()`), with the stored history
-    when `engine` is given (a store that cannot be read leaves the trends to this run alone)."""
+    """Report data of a run that just finished (a `RunSummary.to_dict()`, with `reference_rows` when
+    it is not stored yet), with the stored history when `engine` is given (a store that cannot be read
+    leaves the trends to this run alone)."""
     batch_time = pd.Timestamp(summary["batch_time"]).to_pydatetime() if summary.get("batch_time") else None
     batch_time = as_utc(batch_time) if batch_time is not None else None
     current = result_history_rows(summary["results"], summary["batch_id"], batch_time)
-    history, batches, reference_rows = current.iloc[0:0], [], None
+    history, batches, reference_rows = current.iloc[0:0], [], summary.get("reference_rows")
     if engine is not None:
         history = stored_history(engine, summary["monitor"], summary["batch_id"], batch_time, runs - 1)
         stored_runs = _run_rows(engine, summary["monitor"])
         batches = [r["batch_id"] for r in stored_runs]
-        reference_rows = next(
-            (
-                (r["details"] or {}).get("reference_rows")
-                for r in stored_runs
-                if r["batch_id"] == summary["batch_id"]
-            ),
-            None,
-        )
+        if reference_rows is None:
+            reference_rows = next(
+                (
+                    (r["details"] or {}).get("reference_rows")
+                    for r in stored_runs
+                    if r["batch_id"] == summary["batch_id"]
+                ),
+                None,
+            )
     if summary["batch_id"] not in batches:
         batches = [*batches, summary["batch_id"]]
     return ReportData(

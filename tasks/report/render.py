@@ -11,6 +11,7 @@ from typing import Any
 from driftline.tasks.files import write_private_file
 from driftline.tasks.report.gather import ReportData
 from driftline.tasks.report.page import page_context
+from driftline.tasks.safe_text import page_value
 
 TEMPLATE = "report.html.j2"
 REPORT_FILE = "report.html"
@@ -18,11 +19,12 @@ REPORT_FILE = "report.html"
 
 @cache
 def _template() -> Any:
-    """The compiled page template (autoescaped: targets and reasons are data, never markup)."""
+    """The compiled page template (autoescaped: targets and reasons are data, never markup; their
+    invisible characters shown as escapes)."""
     import jinja2
 
     source = resources.files("driftline.tasks.report").joinpath("templates", TEMPLATE).read_text("utf-8")
-    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, finalize=page_value)
     return environment.from_string(source)
 
 

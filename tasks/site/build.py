@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from driftline.tasks.files import private_folder, write_private_file
 from driftline.tasks.history.models import utcnow
 from driftline.tasks.report.figures import SEVERITY_COLOURS
+from driftline.tasks.safe_text import page_value
 from driftline.tasks.site.gather import GRADED_RUNS, MonitorData, monitor_data, overview_order, rank_of
 from driftline.tasks.site.names import href, page_stems, stored_report
 from driftline.tasks.site.pages import index_page, monitor_page, when
@@ -48,13 +49,15 @@ class SiteWritten:
 
 @cache
 def _environment() -> Any:
-    """The page templates (package data), autoescaped: every name and id on a page is data."""
+    """The page templates (package data), autoescaped: every name and id on a page is data, its
+    invisible characters shown as escapes."""
     import jinja2
 
     return jinja2.Environment(
         loader=jinja2.PackageLoader("driftline.tasks.site", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        finalize=page_value,
     )
 
 

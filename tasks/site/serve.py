@@ -1,5 +1,6 @@
 """Serving a written site on this machine only (127.0.0.1), for viewing: the files as they are, no
-directory listings, no request log."""
+directory listings, no request log, nothing outside the folder (a link leading out is not followed)
+and no request naming another host (a page of another site that rebinds its name to 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,30 @@ from typing import Any
 from driftline.tasks.site.build import INDEX_FILE
 
 HOST = "127.0.0.1"
+# Host names a request may address the server by (with or without its port).
+LOCAL_NAMES = (HOST, "localhost")
 
 
 class SiteHandler(SimpleHTTPRequestHandler):
-    """Static files of one folder; a folder without an index is not listed."""
+    """Static files of one folder, asked for by a local host name; a folder without an index is not
+    listed, and a file or link that resolves outside the folder is not found."""
+
+    def send_head(self) -> Any:
+        if not self._local_host():
+            self.send_error(421, "misdirected request: address the site as 127.0.0.1 or localhost")
+            return None
+        root = Path(self.directory).resolve()
+        if not Path(self.translate_path(self.path)).resolve().is_relative_to(root):
+            self.send_error(404, "not found")
+            return None
+        return super().send_head()
+
+    def _local_host(self) -> bool:
+        """Whether the request's Host header names this server: 127.0.0.1 or localhost, at its port
+        or without one."""
+        port = self.server.server_address[1]
+        allowed = {name for local in LOCAL_NAMES for name in (local, f"{local}:{port}")}
+        return (self.headers.get("Host") or "").lower() in allowed
 
     def list_directory(self, path: Any) -> None:
         self.send_error(404, "not found")
