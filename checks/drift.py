@@ -48,7 +48,7 @@ from driftline.checks.binning import (
 )
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
-from driftline.checks.evidence import Evidence, kolmogorov, proportion_change
+from driftline.checks.evidence import Evidence, best_of, kolmogorov, rate_change
 from driftline.checks.mergeable import Mergeable
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
@@ -66,9 +66,9 @@ SHARE_METRIC = Metric(
     (0.015, 0.03, 0.06),
     change="largest absolute change of a class's share of the labels (batch share − reference share)",
     uncertainty=(
-        "normal, with the Agresti–Caffo standard error of the difference of the class's two shares; "
-        "the class is the one that moved most, and its one-sided bound holds at the thresholds, which "
-        "lie far above the noise"
+        "normal, with the Agresti–Caffo standard error of the difference of the class's two shares, "
+        "graded as the best of every class's rise and fall (two for a binary label): the class and "
+        "the side are chosen by the batch"
     ),
     figure="distribution",
 )
@@ -511,18 +511,26 @@ def class_labels(values: pd.Series) -> pd.Series:
 def share_change(summary: CategoryCounts, counts: pd.Series) -> tuple[Evidence, dict[str, Any]]:
     """The class whose share of the labels moved most (the unseen classes pooled; on a tie, as a binary
     label's two classes always are, the one that rose), with the evidence of the absolute change: the
-    rise of its share, or of the other classes' together when it fell."""
+    rise of its share, or of the other classes' together when it fell, graded as the best of every
+    class's rise and fall (`share_tests`), since the class and the side are read off the batch."""
     ref, cur, _, _ = summary.align(counts)
     change = cur / cur.sum() - ref / ref.sum()
     k = max(range(len(change)), key=lambda i: (round(abs(change[i]), 12), change[i]))
     hits, ref_hits = (cur[k], ref[k]) if change[k] >= 0 else (cur.sum() - cur[k], ref.sum() - ref[k])
-    evidence = proportion_change(float(hits), int(cur.sum()), float(ref_hits), int(ref.sum()))
+    rise = rate_change(float(hits), int(cur.sum()), float(ref_hits), int(ref.sum()))
+    evidence = best_of(rise.estimate, rise.scale, share_tests(len(change)))
     details = {
         "changed_class": [*summary.categories, UNSEEN][k],
         "reference_share": float(ref[k] / ref.sum()),
         "current_share": float(cur[k] / cur.sum()),
     }
     return evidence, details
+
+
+def share_tests(classes: int) -> int:
+    """How many one-sided changes the largest share change is the best of: each class's rise and fall,
+    two for a binary label (one class's rise is the other's fall)."""
+    return 2 if classes <= 2 else 2 * classes
 
 
 @dataclass(kw_only=True)
