@@ -120,8 +120,9 @@ class LabelSketch(NumericSketch):
         )
 
     def location(self, values: np.ndarray) -> tuple[dict[str, float], dict[str, Any], dict[str, Evidence]]:
-        """The batch's location changes (metrics), its location beside the reference's (details) and
-        the changes' evidence; nothing when the reference has no spread or the batch under two values."""
+        """The batch's location changes (metrics), its location beside the reference's with the signed
+        shifts and their standard errors (details) and the changes' evidence; nothing when the
+        reference has no spread or the batch holds fewer than two finite values."""
         current = values[np.isfinite(values)]
         n = len(current)
         if not self.std > 0 or n < 2:
@@ -146,5 +147,6 @@ class LabelSketch(NumericSketch):
             "quantiles": dict(zip(QUANTILES, map(float, batch_quantiles), strict=True)),
             "reference_quantiles": dict(zip(QUANTILES, self.quantiles, strict=True)),
             "location_shifts": {name: shift for name, (shift, _) in changes.items()},
+            "location_std_errors": {name: se for name, (_, se) in changes.items()},
         }
         return {name: e.estimate for name, e in evidence.items()}, details, evidence
