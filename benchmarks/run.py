@@ -27,6 +27,7 @@ BENCHMARKS = (
     "bench_reference_cache",
     "bench_subset_codes",
     "bench_store_opens",
+    "bench_history_reads",
     "bench_baseline",
     "bench_dask",
     "bench_sql_pages",

@@ -306,6 +306,7 @@ class AttributionCompare(_SlicingCheck):
             "slice's held-out mean of candidate minus baseline normalised attribution",
             uncertainty="normal bound on the standard error of that held-out mean",
             figure="tree",
+            audit=True,
         )
     }
     min_verdict_rows: ClassVar[int] = 2 * TreeSettings.min_leaf_size

@@ -26,13 +26,15 @@ class Metric:
     `change` says how its change against the reference is measured, `uncertainty` how its confidence
     bound is computed (see `checks.evidence`), `figure` which picture the report draws for a result
     carrying it (None: none). A metric without thresholds is reported, not graded: it is declared for
-    its direction."""
+    its direction. An `audit` grades a level of the batch alone, not a change against the reference,
+    so its evidence does not accumulate over batches (`checks.sequential`)."""
 
     thresholds: tuple[float, ...]
     higher_is_worse: bool = True
     change: str = "its value, against absolute thresholds"
     uncertainty: str = "none: graded on its value"
     figure: str | None = None
+    audit: bool = False
 
     def __post_init__(self) -> None:
         if self.figure is not None and self.figure not in FIGURES:

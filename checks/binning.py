@@ -31,11 +31,17 @@ import pandas as pd
 from scipy import special
 
 from driftline.checks.errors import CheckInputError
-from driftline.checks.evidence import NULL_DRAWS, Evidence, divergence_evidence
+from driftline.checks.evidence import NULL_DRAWS, Evidence, divergence_evidence, split_evidence
 
 DEFAULT_SMOOTHING = 1.0
 EMPTY_BIN_SHARE = 1e-6
 UNSEEN = "<unseen>"
+# The pooled bin of `capped_bins` when it holds rare reference categories (else it is UNSEEN).
+RARE_OR_UNSEEN = "<rare or unseen>"
+# A reference category has its own bin in a categorical PSI from this many reference rows.
+MIN_CATEGORY_ROWS = 5
+# The chi-square test pools the categories expected fewer times than this in the smaller sample.
+MIN_EXPECTED = 5.0
 KS_EXACT_LIMIT = 10_000
 # Bins of at most this many edges are found by comparing values with each edge (`bin_codes`).
 COUNTED_EDGES = 64
@@ -43,6 +49,8 @@ COUNTED_EDGES = 64
 # where each draw is costly: 200 fit the scaled chi-square about as well as the default 400 (the
 # fitted far-tail margin varies by about 3% between seeds instead of 2%) in half the time.
 LARGE_TABLE_DRAWS = 200
+# A categorical PSI draws its no-change noise `LARGE_TABLE_DRAWS` times above this many categories.
+LARGE_TABLE_CELLS = 1000
 
 
 def psi(
@@ -84,6 +92,89 @@ def psi_evidence(
     value = psi(reference_counts, current_counts, smoothing)
     statistic = partial(psi_rows, smoothing=smoothing)
     return divergence_evidence(statistic, reference_counts, current_counts, value, draws)
+
+
+def capped_bins(
+    reference: np.ndarray, current: np.ndarray, min_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which categories keep a bin of their own (at least `min_rows` reference rows), and the
+    reference and current counts over those bins plus one pooled bin for all the others, rare in the
+    reference or unseen (only when it holds a row on either side)."""
+    frequent = reference >= min_rows
+    ref, cur = reference[frequent], current[frequent]
+    other = (int(reference[~frequent].sum()), int(current[~frequent].sum()))
+    if sum(other) == 0:
+        return frequent, ref, cur
+    return frequent, np.r_[ref, other[0]], np.r_[cur, other[1]]
+
+
+def capped_psi_rows(
+    reference: np.ndarray, current: np.ndarray, candidates: np.ndarray, min_rows: int, smoothing: float
+) -> np.ndarray:
+    """PSI of each pair of rows of two (draws x categories) count arrays over the bins `capped_bins`
+    makes of that row's reference (only `candidates` may keep a bin): the statistic whose no-change
+    draws `category_psi_evidence` simulates."""
+    frequent = candidates & (reference >= min_rows)
+    other_ref = np.where(frequent, 0, reference).sum(axis=-1)
+    other_cur = np.where(frequent, 0, current).sum(axis=-1)
+    pooled = (other_ref + other_cur) > 0
+    bins = frequent.sum(axis=-1) + pooled
+    ref_total = reference.sum(axis=-1) + smoothing * bins
+    cur_total = current.sum(axis=-1) + smoothing * bins
+    p = _floored((reference + smoothing) / ref_total[:, None])
+    q = _floored((current + smoothing) / cur_total[:, None])
+    total = np.where(frequent, (q - p) * np.log(q / p), 0.0).sum(axis=-1)
+    p_other = _floored((other_ref + smoothing) / ref_total)
+    q_other = _floored((other_cur + smoothing) / cur_total)
+    return total + np.where(pooled, (q_other - p_other) * np.log(q_other / p_other), 0.0)
+
+
+def category_psi_evidence(
+    reference: np.ndarray,
+    current: np.ndarray,
+    min_rows: int = MIN_CATEGORY_ROWS,
+    smoothing: float = DEFAULT_SMOOTHING,
+    draws: int = NULL_DRAWS,
+) -> Evidence:
+    """The PSI of category counts over `capped_bins`, with its no-change noise: the rows of both
+    samples exchanged at random (`checks.evidence.split_evidence`) and the bins chosen again from each
+    draw's reference, so that a reference whose categories are sparse (thousands of categories, a few
+    rows each) is compared with draws just as sparse. Categories with fewer than `min_rows` rows on
+    both sides together never keep a bin: they are drawn as one; above `LARGE_TABLE_CELLS` others,
+    `LARGE_TABLE_DRAWS` draws are made."""
+    _, ref_bins, cur_bins = capped_bins(reference, current, min_rows)
+    value = psi(ref_bins, cur_bins, smoothing)
+    candidates = (reference + current) >= min_rows
+    ref = np.r_[reference[candidates], reference[~candidates].sum()]
+    cur = np.r_[current[candidates], current[~candidates].sum()]
+    draws = min(draws, LARGE_TABLE_DRAWS) if len(ref) > LARGE_TABLE_CELLS else draws
+    statistic = partial(
+        capped_psi_rows,
+        candidates=np.r_[np.ones(len(ref) - 1, dtype=bool), False],
+        min_rows=min_rows,
+        smoothing=smoothing,
+    )
+    return split_evidence(statistic, (ref, cur), value, draws=draws)
+
+
+def expected_pooled(
+    reference: np.ndarray, current: np.ndarray, min_expected: float = MIN_EXPECTED
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reference and current counts with the categories expected fewer than `min_expected` times in
+    the smaller sample (from the two samples' pooled counts, which a no-change split leaves alone)
+    pooled into one bin: the table on which the chi-square distribution holds (Cochran's rule)."""
+    pooled = reference + current
+    smaller = min(reference.sum(), current.sum())
+    kept = pooled * smaller / max(pooled.sum(), 1) >= min_expected
+    ref, cur = reference[kept], current[kept]
+    if kept.all():
+        return ref, cur
+    return np.r_[ref, reference[~kept].sum()], np.r_[cur, current[~kept].sum()]
+
+
+def _floored(shares: np.ndarray) -> np.ndarray:
+    """Shares with empty ones raised to `EMPTY_BIN_SHARE` (unsmoothed PSI), as `_shares` does."""
+    return np.where(shares > 0, shares, EMPTY_BIN_SHARE)
 
 
 def _shares(counts: np.ndarray, smoothing: float) -> np.ndarray:
@@ -261,15 +352,23 @@ class CategoryCounts:
         )
         return CategoryCounts(categories=tuple(total.index), counts=total.to_numpy(dtype=np.int64))
 
-    def align(self, current: pd.Series) -> tuple[np.ndarray, np.ndarray, list[str], int]:
-        """Reference and current counts over the reference categories, plus one pooled bin for
-        categories the reference never saw (only when the batch has some); also their names and count."""
+    def levels(self, current: pd.Series) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Reference and current counts of every category either side holds (the reference's, then
+        those only the batch has) and the names of the latter."""
         position = pd.Index(self.categories).get_indexer(current.index)
         seen, counts = position >= 0, current.to_numpy(dtype=np.int64)
         cur = np.zeros(len(self.categories), dtype=np.int64)
         cur[position[seen]] = counts[seen]
-        unseen_names = list(current.index[~seen])
-        unseen = int(counts[~seen].sum())
+        unseen = counts[~seen]
+        ref = np.r_[self.counts, np.zeros(len(unseen), dtype=np.int64)]
+        return ref, np.r_[cur, unseen], list(current.index[~seen])
+
+    def align(self, current: pd.Series) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+        """Reference and current counts over the reference categories, plus one pooled bin for
+        categories the reference never saw (only when the batch has some); also their names and count."""
+        _, counts, unseen_names = self.levels(current)
+        seen = len(self.categories)
+        cur, unseen = counts[:seen], int(counts[seen:].sum())
         if unseen == 0:
             return self.counts, cur, unseen_names, 0
         return np.r_[self.counts, 0], np.r_[cur, unseen], unseen_names, unseen

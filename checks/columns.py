@@ -37,6 +37,11 @@ ROLE_KEYS = (*SINGLE_ROLES, *LIST_ROLES, "task")
 # Values of Parquet list, map and struct columns as pandas reads them.
 NESTED_TYPES = (list, tuple, dict, set, frozenset, np.ndarray)
 MIXED_KINDS = ("mixed", "mixed-integer")  # what `infer_dtype` says of a column holding such values
+# A categorical column looks like an identifier (`identifier_note`) with at least this many distinct
+# values making at least this share of its reference rows, or with this many rows all distinct.
+IDENTIFIER_LEVELS = 1000
+IDENTIFIER_SHARE = 0.5
+IDENTIFIER_UNIQUE_ROWS = 100
 # ISO 8601 dates, with an optional time of day and offset, as text (a CSV's dates).
 ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?")
 
@@ -223,6 +228,19 @@ def is_time(values: pd.Series) -> bool:
         return False
     head = present.iloc[:100]  # most text columns fail on their first values: skip the full scan
     return bool(head.str.fullmatch(ISO_DATE).all() and present.str.fullmatch(ISO_DATE).all())
+
+
+def identifier_note(column: str, distinct: int, rows: int) -> str | None:
+    """Why a categorical column looks like an identifier (near-unique with many values, or every
+    value unique): its categories say nothing a drift check can grade; None when it does not."""
+    many = distinct >= IDENTIFIER_LEVELS and distinct >= IDENTIFIER_SHARE * rows
+    unique = rows >= IDENTIFIER_UNIQUE_ROWS and distinct == rows
+    if not (many or unique):
+        return None
+    return (
+        f"column {column!r} looks like an identifier: {distinct:,} distinct values in {rows:,} reference "
+        f"rows; leave it out of drift checks with `columns: ignore: [{column!r}]`"
+    )
 
 
 def _is_id_like(values: pd.Series) -> bool:

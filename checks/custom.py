@@ -9,20 +9,23 @@ catalog's.
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
 from driftline.checks.base import Check
 from driftline.checks.errors import CheckInputError
+from driftline.checks.spec_modules import import_beside, plain_name
 
 ENTRY_POINT_GROUP = "driftline.checks"
 CONTRACT = "a check is a driftline.checks.Check subclass with `name` and `family` (docs/custom_checks.md)"
+
+
+def origin(cls: type) -> str:
+    """Where a check class comes from, as a spec names it: `module:Class`, without the namespace of a
+    spec folder's modules."""
+    return f"{plain_name(cls.__module__)}:{cls.__qualname__}"
 
 
 def is_import_path(name: str) -> bool:
@@ -30,35 +33,24 @@ def is_import_path(name: str) -> bool:
     return ":" in name
 
 
-@contextmanager
-def importable_from(folder: Path | None) -> Iterator[None]:
-    """`folder` first on the import path for the duration of an import."""
-    entry = str(folder.resolve()) if folder is not None else None
-    if entry is None or entry in sys.path:
-        yield
-        return
-    sys.path.insert(0, entry)
-    try:
-        yield
-    finally:
-        sys.path.remove(entry)
-
-
 class ImportPathError(ValueError):
     """An import path (`module:attribute`) that is malformed or names nothing importable."""
 
 
 def imported(path: str, base_dir: Path | None, form: str) -> Any:
-    """The object `module:attribute` names, its module looked up in `base_dir` first; an
-    `ImportPathError` when `path` is not of the `form` given or cannot be imported."""
+    """The object `module:attribute` names, its module looked up in `base_dir` first (loaded under the
+    folder's own namespace, `checks.spec_modules`); an `ImportPathError` when `path` is not of the
+    `form` given or cannot be imported."""
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:
         raise ImportPathError(f"expected the form {form}")
     try:
-        with importable_from(base_dir):
-            return getattr(importlib.import_module(module_name), attribute)
+        module = import_beside(module_name, base_dir)
     except (ImportError, AttributeError) as exc:
         raise ImportPathError(str(exc)) from exc
+    if not hasattr(module, attribute):
+        raise ImportPathError(f"module {module_name!r} has no attribute {attribute!r}")
+    return getattr(module, attribute)
 
 
 def imported_check(path: str, base_dir: Path | None = None) -> type[Check]:

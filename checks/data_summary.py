@@ -248,7 +248,10 @@ class DateState:
         return DateState(self.missing + other.missing, min(firsts, default=None), max(lasts, default=None))
 
     def summary(self, rows: int) -> dict[str, Any]:
-        return _summary("datetime", rows, self.missing, {}, first=self.first, last=self.last)
+        """First and last as ISO text, as results store them, so a reference's summary is plain data
+        in the profile cache."""
+        first, last = (None if v is None else pd.Timestamp(v).isoformat() for v in (self.first, self.last))
+        return _summary("datetime", rows, self.missing, {}, first=first, last=last)
 
 
 # A column's state; None for a column of nested values, which no check reads (see `schema.columns`).

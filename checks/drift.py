@@ -25,7 +25,7 @@ depend on the whole label column, do not merge.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,6 +34,8 @@ import pandas as pd
 from driftline.checks.base import Metric
 from driftline.checks.binning import (
     DEFAULT_SMOOTHING,
+    MIN_CATEGORY_ROWS,
+    RARE_OR_UNSEEN,
     UNSEEN,
     CategoryCounts,
     ImpactRows,
@@ -41,13 +43,16 @@ from driftline.checks.binning import (
     NumericCounts,
     NumericSketch,
     RowGroups,
+    capped_bins,
+    category_psi_evidence,
     chi_square,
+    expected_pooled,
     keyed_counts,
     present_values,
     psi,
     psi_evidence,
 )
-from driftline.checks.columns import Columns, infer_task
+from driftline.checks.columns import Columns, identifier_note, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.evidence import Evidence, best_of, kolmogorov, rate_change
 from driftline.checks.label_location import LabelSketch, location_metrics
@@ -63,6 +68,17 @@ PSI_METRIC = Metric(
         "scaled chi-square; the bound subtracts that no-change noise"
     ),
     figure="distribution",
+)
+CATEGORY_PSI_METRIC = replace(
+    PSI_METRIC,
+    change=(
+        "PSI of the batch's shares against the reference's, over the reference's categories of at least "
+        "`min_category_rows` rows and one bin for the rare and unseen ones"
+    ),
+    uncertainty=(
+        "simulated: the PSI of the rows of both samples exchanged at random, the bins chosen again from "
+        "each draw's reference, matched to a scaled chi-square; the bound subtracts that no-change noise"
+    ),
 )
 SHARE_METRIC = Metric(
     (0.015, 0.03, 0.06),
@@ -381,24 +397,33 @@ class _DistributionDrift(Mergeable):
             details["ks_exact"] = sketch.exact
         return Comparison(metrics, details, evidence)
 
-    def compare_categories(
-        self, summary: CategoryCounts, tally: CategoryTally, target: str, chi2: bool = False
-    ) -> Comparison:
-        """PSI over the reference categories plus a pooled bin for unseen ones (and the chi-square test)."""
+    def compare_categories(self, summary: CategoryCounts, tally: CategoryTally, target: str) -> Comparison:
+        """PSI over the reference categories plus a pooled bin for unseen ones."""
         self.require_rows(int(tally.counts.sum()), target)
         ref, cur, unseen_names, unseen = summary.align(tally.counts)
         metrics, evidence = self.psi_of(ref, cur)
-        if chi2:
-            metrics["chi2_statistic"], metrics["chi2_pvalue"] = chi_square(ref, cur)
-        details = {
-            "categories": len(summary.categories),
-            "largest_changes": _largest_changes(summary.categories, ref, cur, DETAIL_CATEGORIES),
-            "unseen_share": unseen / cur.sum(),
-            "unseen_examples": unseen_names[:DETAIL_CATEGORIES],
-            "reference_rows": summary.n,
-            "dropped_rows": tally.dropped,
-        }
+        names = [*summary.categories, UNSEEN][: len(ref)]
+        details = category_details(summary, tally, (names, ref, cur), unseen_names, unseen)
         return Comparison(metrics, details, evidence)
+
+
+def category_details(
+    summary: CategoryCounts,
+    tally: CategoryTally,
+    bins: tuple[list[str], np.ndarray, np.ndarray],
+    unseen_names: list[str],
+    unseen: int,
+) -> dict[str, Any]:
+    """What a categorical comparison reports beside its metrics: the bins (names, reference and batch
+    counts) whose share moved most, the batch's share of categories the reference never had, rows."""
+    return {
+        "categories": len(summary.categories),
+        "largest_changes": _largest_changes(*bins, DETAIL_CATEGORIES),
+        "unseen_share": unseen / int(tally.counts.sum()),
+        "unseen_examples": unseen_names[:DETAIL_CATEGORIES],
+        "reference_rows": summary.n,
+        "dropped_rows": tally.dropped,
+    }
 
 
 def _finite_range(ordered: np.ndarray) -> list[float] | None:
@@ -409,10 +434,9 @@ def _finite_range(ordered: np.ndarray) -> list[float] | None:
 
 
 def _largest_changes(
-    categories: tuple[str, ...], ref: np.ndarray, cur: np.ndarray, limit: int
+    names: list[str], ref: np.ndarray, cur: np.ndarray, limit: int
 ) -> dict[str, dict[str, float]]:
-    """Reference and current shares of the categories whose share moved most (the pooled unseen bin last)."""
-    names = [*categories, UNSEEN][: len(ref)]
+    """Reference and current shares of the bins (named `names`) whose share moved most."""
     ref_share, cur_share = ref / ref.sum(), cur / cur.sum()
     order = np.argsort(-np.abs(cur_share - ref_share), kind="stable")[:limit]
     return {names[i]: {"reference": float(ref_share[i]), "current": float(cur_share[i])} for i in order}
@@ -476,20 +500,61 @@ class NumericDrift(_FeatureDrift):
 @register
 @dataclass(kw_only=True)
 class CategoricalDrift(_FeatureDrift):
-    """Categorical feature drift: PSI over category frequencies (unseen categories pooled in one extra
-    bin) and Pearson's chi-square test of homogeneity on the reference/batch count table."""
+    """Categorical feature drift: PSI over the reference's categories of at least `min_category_rows`
+    rows, the others (rare in the reference or unseen) pooled in one bin, and Pearson's chi-square
+    test of homogeneity (categories expected fewer than 5 times in the smaller sample pooled).
+
+    The bins come from the reference, so the PSI's no-change noise is simulated by exchanging rows
+    between the two samples and choosing the bins again from each draw's reference
+    (`checks.binning.category_psi_evidence`): a reference of a few thousand rows over thousands of
+    categories misses many that a clean batch holds, and its draws miss as many. A column that looks
+    like an identifier (`checks.columns.identifier_note`) is skipped unless `skip_identifiers` is off.
+    """
 
     name: ClassVar[str] = "drift.categorical"
     needs: ClassVar[frozenset[str]] = frozenset({"categorical"})
+    declared_metrics: ClassVar[Mapping[str, Metric]] = {"psi": CATEGORY_PSI_METRIC}
+
+    min_category_rows: int = MIN_CATEGORY_ROWS
+    skip_identifiers: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.min_category_rows < 1:
+            raise CheckInputError(
+                f"{self.name}: min_category_rows must be at least 1, got {self.min_category_rows}"
+            )
 
     def targets(self, columns: Columns) -> list[str]:
         return list(self.feature_columns(columns, "categorical"))
 
     def summarise(self, values: pd.Series, target: str, columns: Columns) -> CategoryCounts:
-        return self.category_summary(values, target)
+        summary = self.category_summary(values, target)
+        note = identifier_note(target, len(summary.categories), summary.n)
+        if note and self.skip_identifiers:
+            raise NotApplicable(note)
+        return summary
 
     def compare(self, summary: CategoryCounts, part: TargetPartial, target: str) -> Comparison:
-        return self.compare_categories(summary, part.counts, target, chi2=True)
+        tally = part.counts
+        self.require_rows(int(tally.counts.sum()), target)
+        reference, current, unseen_names = summary.levels(tally.counts)
+        frequent, ref, cur = capped_bins(reference, current, self.min_category_rows)
+        evidence: dict[str, Evidence] = {}
+        if self.grades("psi"):
+            evidence["psi"] = category_psi_evidence(
+                reference, current, self.min_category_rows, self.smoothing
+            )
+        metrics = {"psi": evidence["psi"].estimate if evidence else psi(ref, cur, self.smoothing)}
+        metrics["chi2_statistic"], metrics["chi2_pvalue"] = chi_square(*expected_pooled(reference, current))
+        seen = len(summary.categories)
+        pooled = seen - int(np.count_nonzero(frequent[:seen]))
+        names = [name for name, own in zip(summary.categories, frequent, strict=False) if own]
+        names = [*names, RARE_OR_UNSEEN if pooled else UNSEEN][: len(ref)]
+        unseen = int(current[seen:].sum())
+        details = category_details(summary, tally, (names, ref, cur), unseen_names, unseen)
+        details.update(pooled_categories=pooled, min_category_rows=self.min_category_rows)
+        return Comparison(metrics, details, evidence)
 
 
 def _is_discrete(values: pd.Series, columns: Columns) -> bool:

@@ -33,6 +33,8 @@ NULL_DRAWS = 400
 # grades at or above it), and its p-values are exact up to this largest value.
 BEST_OF_LEVEL = DEFAULT_CONFIDENCE
 BEST_OF_MAX_P = 0.4
+# `split_evidence` draws at most this many cells at a time (draws x cells), about 16 MB a count array.
+SPLIT_CHUNK_CELLS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,50 @@ def divergence_evidence(
     return Evidence(float(observed), "scaled_chi2", variance / (2 * mean), 2 * mean * mean / variance)
 
 
+def split_evidence(
+    statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    counts: tuple[Sequence[float], Sequence[float]],
+    observed: float,
+    *,
+    draws: int = NULL_DRAWS,
+    seed: int = 0,
+) -> Evidence:
+    """Evidence of a divergence whose bins the statistic itself chooses from the reference's counts
+    (categories frequent in the reference): its no-change distribution is simulated by splitting each
+    cell's pooled count between the two samples at random, binomially in proportion to their sizes
+    (the rows of both samples exchanged, as a permutation test does), so that whatever the statistic
+    reads off the reference is drawn again with it; then matched to `scale · χ²(df)` by mean and
+    variance. `counts` are the reference's and the batch's per cell; `statistic` maps two
+    (draws × cells) count arrays to one value per row. Seeded.
+
+    Such a statistic can be exactly 0 on many draws (no category frequent enough for a bin of its
+    own): only the positive draws are matched, whose tail bounds the whole null's from above, and
+    with fewer than two of them the estimate is taken as its own noise (normal, standard error equal
+    to the estimate), which grades nothing."""
+    ref = np.asarray(counts[0], dtype=np.int64)
+    pooled = ref + np.asarray(counts[1], dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    share, chunk = ref.sum() / pooled.sum(), max(1, SPLIT_CHUNK_CELLS // len(pooled))
+    parts = []
+    for start in range(0, draws, chunk):  # a few draws at a time: memory stays flat over many cells
+        drawn = rng.binomial(pooled, share, size=(min(chunk, draws - start), len(pooled)))
+        parts.append(statistic(drawn, pooled - drawn))
+    null = np.concatenate(parts)
+    positive = null[null > 0]
+    if len(positive) < 2:
+        return normal(observed, abs(observed))
+    return fitted_noise(observed, positive)
+
+
+def fitted_noise(observed: float, null: np.ndarray) -> Evidence:
+    """Evidence of `observed` against simulated no-change values: `scale · χ²(df)` matched to their
+    mean and variance (Satterthwaite); no noise at all when they do not vary."""
+    mean, variance = float(np.mean(null)), float(np.var(null, ddof=1))
+    if not mean > 0 or not variance > 0:
+        return normal(observed, 0.0)
+    return Evidence(float(observed), "scaled_chi2", variance / (2 * mean), 2 * mean * mean / variance)
+
+
 def proportion_change(
     hits: float, rows: int, reference_hits: float, reference_rows: int, higher_is_worse: bool = True
 ) -> Evidence:
@@ -169,6 +215,17 @@ def best_of(estimate: float, standard_error: float, tests: int) -> Evidence:
         corrected = min(tests * float(special.ndtr(-estimate / standard_error)), BEST_OF_MAX_P)
         scale = max(scale, estimate / float(special.ndtri(1 - corrected)))
     return normal(estimate, scale)
+
+
+def estimated_rate_change(
+    hits: float, rows: int, expected_rate: float, expected_variance: float, higher_is_worse: bool = True
+) -> Evidence:
+    """Evidence of a batch rate's change from a rate a clean batch is expected to show, estimated from
+    the reference with a known variance (a Good–Turing or leave-one-out estimate, whose variance is
+    not binomial): the batch side has the Agresti–Caffo standard error, the two variances add up."""
+    adj = (hits + 1) / (rows + 2)
+    se = math.sqrt(adj * (1 - adj) / (rows + 2) + max(expected_variance, 0.0))
+    return normal(hits / rows - expected_rate, se, higher_is_worse)
 
 
 def auc_standard_error(auc: float, positives: int, negatives: int) -> float:

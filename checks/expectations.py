@@ -50,13 +50,23 @@ def _build_suite(expectations: list[dict[str, Any]]) -> Any:
     return suite
 
 
+def _quiet_gx_logs() -> None:
+    """Great Expectations logs its housekeeping at INFO (a temporary folder on every validation), some of
+    it through loggers whose level it sets itself: raise them all to WARNING, so a run logs its own."""
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        chatty = isinstance(logger, logging.Logger) and logger.level < logging.WARNING
+        if chatty and name.startswith("great_expectations."):
+            logger.setLevel(logging.WARNING)
+
+
 def _validate(frame: pd.DataFrame, expectations: list[dict[str, Any]]) -> Any:
     """Run the expectations on the whole frame in an ephemeral (file-less) context, progress bars off."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     with _GX_LOCK:
-        logging.getLogger("great_expectations").setLevel(logging.WARNING)
+        _quiet_gx_logs()
         context = gx.get_context(mode="ephemeral")
         context.variables.progress_bars = ProgressBarsConfig(globally=False)
         batch_definition = (

@@ -574,7 +574,10 @@ def _declared(level: str, thresholds: tuple[float, ...], change: tuple[float, ..
     """A fairness value graded on its level (audit) and on its change against the reference."""
     return {
         level: Metric(
-            thresholds, change="its level in the batch (compare_to: none)", uncertainty=UNCERTAINTY
+            thresholds,
+            change="its level in the batch (compare_to: none)",
+            uncertainty=UNCERTAINTY,
+            audit=True,
         ),
         f"{level}_change": Metric(change, change=CHANGE, uncertainty=UNCERTAINTY),
     }

@@ -16,7 +16,7 @@ from typing import Any
 
 from driftline.checks.base import Check
 from driftline.checks.catalog_index import CATALOG
-from driftline.checks.custom import imported_check, is_import_path, published, published_check
+from driftline.checks.custom import imported_check, is_import_path, origin, published, published_check
 from driftline.checks.errors import CheckInputError
 
 _REGISTRY: dict[str, type[Check]] = {}
@@ -51,8 +51,9 @@ def register(cls: type[Check]) -> type[Check]:
 
 
 def _same_class(a: type[Check], b: type[Check]) -> bool:
-    """The same class, or the same class imported again (its module reloaded)."""
-    return a is b or (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+    """The same class, or the same class imported again (its module reloaded, or a copy of its module
+    beside another spec)."""
+    return a is b or origin(a) == origin(b)
 
 
 def load_catalog() -> None:
@@ -95,17 +96,24 @@ def get(name: str, base_dir: Path | None = None) -> type[Check]:
         raise CheckInputError(f"unknown check {name!r}{hint}") from None
 
 
+def known(name: str) -> type[Check] | None:
+    """The class registered as `name` (a catalog check, importing its catalog module, or a check this
+    process loaded already); None for any other name. For names read back from results or the history:
+    a stored name is data, so nothing else is imported (no `module:Class` path, no entry point)."""
+    if name not in _REGISTRY and name in CATALOG:
+        importlib.import_module(CATALOG[name])
+    return _REGISTRY.get(name)
+
+
 def _registered(cls: type[Check]) -> type[Check]:
     """A custom check class, registered under its name; a name the catalog or another class holds is
     a `CheckInputError`."""
     if CATALOG.get(cls.name, cls.__module__) != cls.__module__:
-        raise CheckInputError(
-            f"custom check {cls.__module__}:{cls.__qualname__}: {cls.name!r} is a catalog name"
-        )
+        raise CheckInputError(f"custom check {origin(cls)}: {cls.name!r} is a catalog name")
     try:
         return register(cls)
     except ValueError as exc:
-        raise CheckInputError(f"custom check {cls.__module__}:{cls.__qualname__}: {exc}") from None
+        raise CheckInputError(f"custom check {origin(cls)}: {exc}") from None
 
 
 def create(name: str, params: Mapping[str, Any] | None = None, base_dir: Path | None = None) -> Check:
@@ -129,7 +137,7 @@ def describe(name: str, base_dir: Path | None = None) -> dict[str, Any]:
     cls = get(name, base_dir)
     return {
         "name": cls.name,
-        "source": "catalog" if cls.name in CATALOG else f"{cls.__module__}:{cls.__qualname__}",
+        "source": "catalog" if cls.name in CATALOG else origin(cls),
         "family": cls.family,
         "summary": cls.summary(),
         "needs": sorted(cls.needs),

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from driftline.checks.base import Check
-from driftline.checks.columns import Columns, is_nested
+from driftline.checks.columns import Columns, identifier_note, is_nested
 from driftline.checks.domains import Domains, domain_problems, fit_domains
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult, worst_severity
@@ -30,10 +30,12 @@ def value_kind(series: pd.Series) -> str:
 
 @dataclass(frozen=True)
 class SchemaProfile:
-    """The reference's value kind per column and the domains of its label and model outputs."""
+    """The reference's value kind per column, the domains of its label and model outputs, and why
+    each categorical feature that looks like an identifier does (`checks.columns.identifier_note`)."""
 
     kinds: dict[str, str]
     domains: Domains
+    identifiers: dict[str, str] = field(default_factory=dict)
 
 
 @register
@@ -48,6 +50,10 @@ class SchemaCheck(Check):
 
     `arrive_later` names columns that are expected to be missing from a batch because they come later
     (the label of a monitor with a `labels:` source): their absence is reported with severity none.
+
+    A categorical feature that looks like an identifier (near-unique with many values) gets a result
+    of severity none whose reason recommends leaving it out (`columns: ignore:`): its categories say
+    nothing a drift check can grade, and `drift.categorical` skips it.
     """
 
     name: ClassVar[str] = "schema.columns"
@@ -57,7 +63,7 @@ class SchemaCheck(Check):
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> SchemaProfile:
         kinds = {str(c): value_kind(reference[c]) for c in reference.columns}
-        return SchemaProfile(kinds, fit_domains(reference, columns))
+        return SchemaProfile(kinds, fit_domains(reference, columns), identifiers(reference, columns, kinds))
 
     def evaluate(self, current: pd.DataFrame, profile: SchemaProfile, columns: Columns) -> list[CheckResult]:
         rows = len(current)
@@ -72,6 +78,7 @@ class SchemaCheck(Check):
         return [
             self.result("*", summary, rows=rows, severity=worst, details={"columns": len(profile.kinds)}),
             *problems,
+            *(self._identifier(column, note, rows) for column, note in profile.identifiers.items()),
             *(
                 CheckResult.skipped(self.name, c, unread, rows=rows)
                 for c, kind in found.items()
@@ -100,10 +107,29 @@ class SchemaCheck(Check):
             if column not in kinds:
                 yield self._problem(column, rows, "extra_columns", "not in the reference", found=kind)
 
+    def _identifier(self, column: str, note: str, rows: int) -> CheckResult:
+        result = self.result(
+            column, {"identifier_like": 1.0}, rows=rows, severity="none", details={"note": note}
+        )
+        result.reason = note
+        return result
+
     def _problem(self, column: str, rows: int, key: str, message: str, **details: Any) -> CheckResult:
         return self.result(
             column, {key: 1.0}, rows=rows, severity=_SEVERITY[key], details={"problem": message, **details}
         )
+
+
+def identifiers(reference: pd.DataFrame, columns: Columns, kinds: dict[str, str]) -> dict[str, str]:
+    """Column -> why it looks like an identifier, for the categorical features that do."""
+    found: dict[str, str] = {}
+    for column in columns.categorical:
+        if kinds.get(str(column)) == "categorical":
+            values = reference[column]
+            note = identifier_note(str(column), int(values.nunique()), int(values.notna().sum()))
+            if note:
+                found[str(column)] = note
+    return found
 
 
 def stopping_problems(results: Iterable[CheckResult]) -> dict[str, str]:

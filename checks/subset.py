@@ -94,6 +94,7 @@ def subset_metrics(
             uncertainty=f"normal bound on the subset's standard error, graded as the best of the "
             f"feature's graded subsets; {uncertainty}",
             figure="subsets",
+            audit=True,
         ),
         SUBSET_VALUE: Metric(
             (),

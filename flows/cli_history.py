@@ -30,16 +30,17 @@ MonitorArgument = Annotated[
 
 
 def _monitor(monitor: str, database: str | None) -> tuple[str, str | None]:
-    """(monitor name, database URL): a spec file gives both, a name keeps `--db`."""
+    """(monitor name, database URL): a spec file gives both (the store its runs write to, from any
+    folder), a name keeps `--db`."""
     if not monitor.endswith((".yaml", ".yml")):
         return monitor, database
     from driftline.tasks.spec import SpecError, load_spec
 
     try:
         spec = load_spec(Path(monitor))
+        return spec.name, database or spec.database_url()
     except SpecError as exc:
         fail(str(exc))
-    return spec.name, database or spec.store_url
 
 
 def _open_history(database: str | None) -> Any:
@@ -83,10 +84,13 @@ def history(
     since: Annotated[
         str | None, typer.Option("--since", help="Only batches from this date (YYYY-MM-DD).")
     ] = None,
+    last: Annotated[
+        int, typer.Option("--last", help="Only the newest N runs (0: the whole history).", min=0)
+    ] = 50,
     database: DatabaseOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Print the metric history of a monitor."""
+    """Print the metric history of a monitor: its newest runs, `--last 0` for all of it."""
     json_mode(as_json)
     monitor_name, database = _monitor(monitor, database)
     from datetime import UTC, datetime
@@ -96,7 +100,15 @@ def history(
     except ValueError:
         fail(f"--since {since!r}: expected a date such as 2024-05-01")
     records = _records(
-        _read_history(database, monitor_name, check=check, target=target, metric=metric, since=since_time)
+        _read_history(
+            database,
+            monitor_name,
+            check=check,
+            target=target,
+            metric=metric,
+            since=since_time,
+            last_runs=last or None,
+        )
     )
     if as_json:
         print_json(records)
@@ -186,7 +198,7 @@ def trend(
     monitor_name, database = _monitor(monitor, database)
     from driftline.tasks.history.trend import moved_results, sustained_drift
 
-    frame, keys = _trend_inputs(database, monitor_name, check)
+    frame, keys = _trend_inputs(database, monitor_name, check, max(window, shift_window, runs) + 1)
     if frame.empty:
         fail(f"no history for monitor {monitor_name!r}")
     if metric is not None:
@@ -213,7 +225,9 @@ def trend(
         return
     console.print(
         _streak_table(
-            f"{plain(monitor_name)}: runs at {min_severity} or above (sustained from {runs})", streaks
+            f"{plain(monitor_name)}: runs at {min_severity} or above (sustained from {runs}; counted over "
+            f"the newest {frame['batch_id'].nunique()} run(s))",
+            streaks,
         )
     )
     earlier = min(window, frame["batch_id"].nunique() - 1)
@@ -227,14 +241,17 @@ def trend(
     )
 
 
-def _trend_inputs(database: str | None, monitor_name: str, check: str | None) -> tuple[Any, dict[Any, Any]]:
-    """The monitor's metric history and the key metric of every result, from its newest stored run."""
+def _trend_inputs(
+    database: str | None, monitor_name: str, check: str | None, last_runs: int
+) -> tuple[Any, dict[Any, Any]]:
+    """The monitor's newest `last_runs` runs of metric history and the key metric of every result, from
+    its newest stored run: trend never reads further back than its windows look."""
     from driftline.tasks.history.query import latest_results, read_history
     from driftline.tasks.history.trend import declared_metrics, key_metrics
 
     engine = _open_history(database)
     try:
-        frame = read_history(engine, monitor_name, check=check)
+        frame = read_history(engine, monitor_name, check=check, last_runs=last_runs)
         newest = (
             frame.sort_values(["batch_time", "batch_id"], kind="stable")
             .groupby(["check", "target"], sort=False)["batch_id"]

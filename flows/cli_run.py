@@ -151,7 +151,11 @@ def _load_spec_or_exit(spec_path: Path) -> Any:
         fail(str(exc))
 
 
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Show only results with a severity.")]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show every result, also those ok at severity none.")
+]
+# Showing only results with a severity is the default; `--quiet` stays accepted for existing scripts.
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", hidden=True)]
 
 
 class Engine(StrEnum):
@@ -365,12 +369,14 @@ def run(
         str | None, typer.Option("--batch", "-b", help="Batch id (default: the newest).")
     ] = None,
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
     quiet: QuietOption = False,
     engine: EngineOption = Engine.auto,
     partitioned: PartitionedOption = False,
     dask_address: DaskOption = None,
 ) -> None:
-    """Run a monitor over one batch; exit 1 when a check reaches `fail_on` or the batch is empty."""
+    """Run a monitor over one batch; exit 1 when a check reaches `fail_on` or the batch is empty.
+    Prints the verdict, the results with a severity and the report's path (`--verbose`: every result)."""
     json_mode(as_json)
     from driftline.tasks.sources import SourceError, valid_batch_id
 
@@ -384,7 +390,7 @@ def run(
     if as_json:
         print_json(summary)
     else:
-        print_summary(console, summary, show_ok=not quiet)
+        print_summary(console, summary, show_ok=verbose and not quiet)
     _gate([summary])
 
 
@@ -407,6 +413,7 @@ def backfill(
         ),
     ] = False,
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
     quiet: QuietOption = False,
     engine: EngineOption = Engine.auto,
     partitioned: PartitionedOption = False,
@@ -430,7 +437,7 @@ def backfill(
             summary = runner.run(batch_id, alerts=alerts, retrain=RETRAIN_ALWAYS if retrain else False)
             summaries.append(summary)
             if not as_json:
-                print_summary(console, summary, show_ok=not quiet)
+                print_summary(console, summary, show_ok=verbose and not quiet)
     if as_json:
         print_json(summaries)
     _gate(summaries)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -71,9 +72,19 @@ def results_table(
             plain(comparison_line(r) or format_metrics(r.get("metrics") or {}, r.get("thresholds"))),
             format_number(r.get("failing_rows")),
             format_number(r.get("model_impact")),
-            plain((r.get("reason") or "")[:120]),
+            plain(reason_cell(r)),
         )
     return table
+
+
+def reason_cell(result: Mapping[str, Any], width: int = 120) -> str:
+    """A result's reason cut to `width`, with a sustained claim's sentence (`details.sustained`) kept
+    whole on a line of its own."""
+    reason = result.get("reason") or ""
+    sentence = ((result.get("details") or {}).get("sustained") or {}).get("sentence")
+    if not sentence or not reason.endswith(sentence):
+        return reason[:width]
+    return f"{reason.removesuffix(sentence).removesuffix('; ')[:width]}\n{sentence}"
 
 
 def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -> Table:
@@ -115,7 +126,7 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
         console.print(results_table(verdicts, title=title, show_ok=show_ok))
     else:
         console.print(title, highlight=False)
-        console.print(f"every one of {len(verdicts)} result(s) ok at severity none", highlight=False)
+    console.print(result_counts(verdicts, shown_all=show_ok), highlight=False)
     print_diagnoses(console, verdicts)
     if described:
         console.print(f"data summary: {len(described)} column(s) described (in the report)", highlight=False)
@@ -125,8 +136,25 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
         console.print(f"alerts: {plain(format_alerts(alerts))}", highlight=False)
     if summary.get("retraining"):
         console.print(f"retraining: {plain(format_retraining(summary['retraining']))}", highlight=False)
+    if summary.get("report"):
+        console.print(f"report: {plain(summary['report'])}", highlight=False)
     for path in summary.get("figures") or ():
         console.print(f"figure: {plain(path)}", highlight=False)
+
+
+def result_counts(results: list[Mapping[str, Any]], shown_all: bool) -> str:
+    """One line counting a run's results by severity (ok ones) and by status (the others)."""
+    graded = Counter(r["severity"] for r in results if r["status"] == "ok")
+    parts = [f"{graded[s]} {s}" for s in ("high", "medium", "low", "none") if graded[s]]
+    parts += [
+        f"{n} {status}"
+        for status, n in sorted(Counter(r["status"] for r in results).items())
+        if status != "ok"
+    ]
+    line = f"{len(results)} result(s): {', '.join(parts) or 'none'}"
+    if shown_all or not graded["none"]:
+        return line
+    return f"{line}; those at none not listed (--verbose lists them)"
 
 
 def format_alerts(report: Mapping[str, Any]) -> str:
@@ -164,4 +192,7 @@ def format_retraining(outcome: Mapping[str, Any]) -> str:
         done.append(f"started flow run {outcome['flow_run_id']}")
     if outcome.get("event"):
         done.append(f"emitted driftline.monitor.failed ({outcome['event']})")
-    return ", ".join(done) or "nothing to do"
+    incidents = outcome.get("incidents")
+    named = f"incident{'s' if len(incidents or ()) > 1 else ''} {', '.join(map(str, incidents or ()))}"
+    reason = f" (for {named})" if incidents else ""
+    return (", ".join(done) or "nothing to do") + reason

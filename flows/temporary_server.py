@@ -17,10 +17,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 from driftline.tasks.isolation import die_with_parent
 
-STARTUP_TIMEOUT_S = 90.0
+# A starting server is waited for while it makes progress (uses CPU) within STALL_S, up to the cap: on a
+# loaded machine its start-up (imports, database migrations) can take minutes, a hung one never ends.
+STALL_S = 60.0
+STARTUP_CAP_S = 600.0
 
 
 def free_port() -> int:
@@ -38,6 +42,38 @@ def _healthy(url: str) -> bool:
         return False
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) a process has used so far, from /proc; None where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Progress:
+    """Whether a starting process is still worth waiting for: it is alive, below the cap, and has used
+    CPU within the last `stall_s` (where CPU time cannot be read, the cap alone decides)."""
+
+    def __init__(self, pid: int, stall_s: float = STALL_S, cap_s: float = STARTUP_CAP_S) -> None:
+        self.pid, self.stall_s = pid, stall_s
+        self.started = self.moved = time.monotonic()
+        self.cap = self.started + cap_s
+        self.cpu = cpu_seconds(pid)
+
+    def stalled(self) -> str | None:
+        """Why to stop waiting, or None to go on."""
+        now = time.monotonic()
+        cpu = cpu_seconds(self.pid)
+        if cpu is not None and (self.cpu is None or cpu > self.cpu):
+            self.cpu, self.moved = cpu, now
+        if now > self.cap:
+            return f"did not answer within {now - self.started:.0f} s"
+        if cpu is not None and now - self.moved > self.stall_s:
+            return f"made no progress for {self.stall_s:g} s (no CPU used) after {now - self.started:.0f} s"
+        return None
+
+
 def _stop(server: subprocess.Popen[bytes]) -> None:
     server.terminate()
     try:
@@ -49,9 +85,10 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def temporary_prefect_server(
-    timeout_s: float = STARTUP_TIMEOUT_S, env: Mapping[str, str] | None = None
+    env: Mapping[str, str] | None = None, stall_s: float = STALL_S, cap_s: float = STARTUP_CAP_S
 ) -> Iterator[str]:
-    """Start a Prefect server for this process and yield its API URL (UI off, analytics off).
+    """Start a Prefect server for this process and yield its API URL (UI off, analytics off), waiting
+    for it as long as it makes progress (`Progress`).
 
     `env` replaces this process's environment for the server (e.g. another PREFECT_HOME).
     """
@@ -77,12 +114,12 @@ def temporary_prefect_server(
     server = subprocess.Popen(command, env=env, preexec_fn=lambda: die_with_parent(parent))
     url = f"http://127.0.0.1:{port}/api"
     try:
-        deadline = time.monotonic() + timeout_s
+        progress = Progress(server.pid, stall_s, cap_s)
         while not _healthy(url):
             if server.poll() is not None:
                 raise RuntimeError(f"the temporary Prefect server exited with code {server.returncode}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the temporary Prefect server did not answer within {timeout_s:g} s")
+            if (stalled := progress.stalled()) is not None:
+                raise RuntimeError(f"the temporary Prefect server {stalled}")
             time.sleep(0.2)
         yield url
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from driftline.checks import registry
-from driftline.checks.errors import CheckInputError
 from driftline.checks.result import CheckResult, severity_rank
 
 OVERVIEW_CHECK = "run.drifted_features"
@@ -13,11 +12,8 @@ OVERVIEW_CHECK = "run.drifted_features"
 
 def _per_feature_drift(check: str) -> bool:
     """Whether `check` is a drift check with one result per feature (a custom name is not)."""
-    try:
-        cls = registry.get(check)
-    except CheckInputError:
-        return False
-    return cls.family == "drift" and cls.per_feature
+    cls = registry.known(check)
+    return cls is not None and cls.family == "drift" and cls.per_feature
 
 
 def drift_overview(results: Sequence[CheckResult]) -> CheckResult | None:

@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.fingerprint import code_fingerprint, config_fingerprint
 from driftline.checks.result import CheckResult
 from driftline.tasks.files import write_cache_file
 from driftline.tasks.model import model_features, model_input, scores_text
-from driftline.tasks.ranking import IMPORTANCE_KEY, known_check
+from driftline.tasks.ranking import IMPORTANCE_KEY
 from driftline.tasks.reference import PreparedReference, materialised, model_fingerprint
 
 log = logging.getLogger(__name__)
@@ -241,7 +242,7 @@ def attach_importance(results: Iterable[CheckResult], importance: FeatureImporta
     ranks = importance.ranks()
     for result in results:
         target = str(result.target)
-        known = known_check(result.check)
+        known = registry.known(result.check)
         # Only per-feature checks target a feature (a performance check's target names a metric).
         if target in importance.shares and known is not None and known.per_feature:
             result.details[IMPORTANCE_KEY] = {

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -26,7 +27,9 @@ from driftline.checks.columns import Columns
 from driftline.checks.result import CheckResult
 from driftline.tasks.context import RunContext
 from driftline.tasks.driver import Driver
+from driftline.tasks.history.accumulation import accumulate_evidence
 from driftline.tasks.partitioned import NOT_SUPPORTED, plan_batch, require_partitionable
+from driftline.tasks.pipeline import Ran
 from driftline.tasks.plan import CheckPlan, Evaluation
 from driftline.tasks.reference import PreparedReference, scored
 from driftline.tasks.sources import BATCH_PLACEHOLDER, SourceError, read_table
@@ -135,13 +138,15 @@ def labelled_batch(
     return Labelled(rows, frame)
 
 
-def pending_batches(url: str, monitor: str, exclude: str) -> list[str]:
-    """Completed batches of `monitor` whose labels have not been joined, newest first."""
+def pending_batches(url: str, monitor: str, exclude: str) -> list[tuple[str, datetime]]:
+    """(id, time) of the completed batches of `monitor` whose labels have not been joined, among its
+    newest `LOOKBACK_RUNS`, oldest first: a batch's label checks then accumulate evidence over the
+    earlier batches whose labels landed with it."""
     from driftline.tasks.history.db import connected_store
     from driftline.tasks.history.store import runs_without_labels
 
     with connected_store(url) as engine:
-        return runs_without_labels(engine, monitor, exclude=exclude, limit=LOOKBACK_RUNS)
+        return runs_without_labels(engine, monitor, exclude=exclude, limit=LOOKBACK_RUNS)[::-1]
 
 
 def join_late_labels(
@@ -164,7 +169,7 @@ def join_late_labels(
     names = [p.check.name for p in plan.checks]
     url, gather_rows = context.database_url, context.options.gather_rows
     joins: list[LabelJoin] = []
-    for batch_id in pending_batches(url, spec.name, exclude=current_batch):
+    for batch_id, batch_time in pending_batches(url, spec.name, exclude=current_batch):
         try:
             labels = load_labels(spec, spec.labels, batch_id)
             if labels is None:
@@ -181,6 +186,8 @@ def join_late_labels(
             evaluation = Evaluation(*rescored, prepared.frame, prepared.content_hash, context.cache)
             evaluation.read_reference_if_fitting(plan)
             results = grade_run(plan.run(context.driver, evaluation), spec.alerts.confidence)
+            ran = Ran(batch_id, batch_time, len(rescored[0]), results)
+            accumulate_evidence(context, ran, prepared, results)
         labelled = None if rescored is None else len(rescored[0])
         note = {"rows": batch.rows, "labelled_rows": labelled} | (
             {"reason": batch.reason} if batch.reason else {}

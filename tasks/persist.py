@@ -1,9 +1,12 @@
 """After the checks: write the run to the history database and process its alerts, losing neither.
 
-A run record and its alerts travel together. When the database cannot be reached, the record is
+A run record and its alerts travel together. Its values are made storable first (no NUL, names that
+fit their columns: `tasks.history.storable`). When the database cannot be reached, the record is
 spooled to disk; the next run that reaches the database first writes every spooled record and
 processes its alerts (oldest first), then its own. When the spool cannot take it either (a full or
-read-only disk), `RunNotKept` carries the run's summary to the caller, which prints it.
+read-only disk), `RunNotKept` carries the run's summary to the caller, which prints it. A record the
+database refuses (`tasks.history.failures`) is never spooled to wait: it is set aside as rejected and
+the run is stored without its results, with the reason, so the monitor's later runs go on.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any, TypeVar
 from driftline.tasks.context import RunContext
 from driftline.tasks.driver import Driver
 from driftline.tasks.spec import MonitorSpec
-from driftline.tasks.spool import replay_spool, spool_run
+from driftline.tasks.spool import REJECTED, SPOOLED, replay_spool, spool_run
 from driftline.tasks.steps import parse_record_times, record_run_step
 
 log = logging.getLogger(__name__)
@@ -41,19 +44,15 @@ class RunNotKept(RuntimeError):
         return str(self.args[0])
 
 
-def one_line(exc: BaseException, url: str) -> str:
-    """`Type: first line of the message`, with the credentials of the database `url` masked."""
-    from driftline.tasks.history.db import scrubbed
+def spool_or_raise(
+    record: dict[str, Any], spool_dir: Path, url: str, failure: Exception, suffix: str = SPOOLED
+) -> Path:
+    """Spool the record (or set it aside, with `suffix=REJECTED`) after the database `failure`; when the
+    spool cannot take it, raise `RunNotKept` naming both failures."""
+    from driftline.tasks.history.failures import one_line
 
-    lines = str(exc).strip().splitlines()
-    return scrubbed(f"{type(exc).__name__}: {lines[0] if lines else ''}", url)
-
-
-def spool_or_raise(record: dict[str, Any], spool_dir: Path, url: str, failure: Exception) -> Path:
-    """Spool the record after the database `failure`; when the spool cannot take it either, raise
-    `RunNotKept` naming both failures."""
     try:
-        return spool_run(record, spool_dir, url)
+        return spool_run(record, spool_dir, url, suffix)
     except OSError as exc:
         raise RunNotKept(
             f"run not kept: the history database failed ({one_line(failure, url)}) and the spool "
@@ -132,38 +131,36 @@ def persist_run(context: RunContext, record: dict[str, Any]) -> Persisted:
     switch them off.
 
     A database that stays unreachable after the store task's retries spools the record, marked with
-    whether its alerts are still due; any other write failure spools it too, under its own message.
+    whether its alerts are still due; a record the database refuses is set aside (`set_aside`).
     """
-    from sqlalchemy.exc import DBAPIError
-
-    from driftline.tasks.history.db import StoreUnavailable
+    from driftline.tasks.history.failures import is_outage, one_line
+    from driftline.tasks.history.storable import storable_record
 
     spec, driver, alerts = context.spec, context.driver, context.options.alerts
     url, spool_dir = context.database_url, context.state_dir / "spool"
     logger = driver.logger
+    record = storable_record(record)
 
     def write_spooled(spooled: dict[str, Any]) -> None:
-        spooled = parse_record_times(spooled)
+        spooled = storable_record(parse_record_times(spooled))
         due = spooled.pop("alerts_due", False)
         record_run_step(url, spooled)
         if due:
             process_run_alerts(url, spec, spooled, driver)
 
     try:
-        replayed = replay_spool(write_spooled, spool_dir, url, transient=(StoreUnavailable, DBAPIError))
+        replayed = replay_spool(write_spooled, spool_dir, url, transient=is_outage)
         if replayed:
             logger.info("replayed %d spooled run(s) into the history database", replayed)
         written = driver.step("record-run", record_run_step, url, record)
-    except (StoreUnavailable, DBAPIError) as exc:
+    except Exception as exc:
+        if not is_outage(exc):
+            return set_aside(context, record, exc)
         path = spool_or_raise({**record, "alerts_due": alerts}, spool_dir, url, exc)
         logger.error(
             "history database unavailable (%s); run and its alerts spooled to %s", one_line(exc, url), path
         )
         return Persisted(f"spooled to {path} (database unavailable)")
-    except Exception as exc:
-        path = spool_or_raise({**record, "alerts_due": alerts}, spool_dir, url, exc)
-        logger.error("the run could not be written (%s); spooled to %s", one_line(exc, url), path)
-        return Persisted(f"spooled to {path} (write failed: {type(exc).__name__})")
     stored = f"stored run {written['run_id']} ({written['results']} metric rows)"
     _purge_delivered(url, logger)
     if not alerts:
@@ -173,6 +170,30 @@ def persist_run(context: RunContext, record: dict[str, Any]) -> Persisted:
     except Exception as exc:
         logger.error("alerts not processed: %s: %s", type(exc).__name__, exc)
         return Persisted(stored, {"error": f"{type(exc).__name__}: {exc}"})
+
+
+def set_aside(context: RunContext, record: dict[str, Any], refusal: Exception) -> Persisted:
+    """The database refused the run's record: keep it as `*.rejected` in the spool (never replayed),
+    store the run as `error` without its results, naming the reason, and log one line; the monitor's
+    later runs are stored as usual. Its alerts are not processed (their incidents would name results
+    the history does not hold)."""
+    from driftline.tasks.history.failures import one_line
+    from driftline.tasks.history.store import record_run
+
+    url, spool_dir = context.database_url, context.state_dir / "spool"
+    reason = one_line(refusal, url)
+    path = spool_or_raise(record, spool_dir, url, refusal, suffix=REJECTED)
+    context.driver.logger.error(
+        "monitor %s batch %s: the history database refused the run (%s); set aside as %s",
+        record["monitor"],
+        record["batch_id"],
+        reason,
+        path,
+    )
+    details = {**record["details"], "reason": f"results refused by the history database: {reason}"}
+    bare = {**record, "results": [], "status": "error", "worst_severity": "none", "details": details}
+    _best_effort(url, "refused run not recorded", lambda engine: record_run(engine, **bare))
+    return Persisted(f"set aside as {path} (refused: {type(refusal).__name__})")
 
 
 def mark_started(context: RunContext, record: dict[str, Any]) -> int | None:

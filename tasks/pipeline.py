@@ -18,11 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from driftline.checks import registry
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.domains import stopping_problem
-from driftline.checks.errors import CheckInputError
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.checks.schema import stopping_problems
 from driftline.checks.slice_codes import SliceCodes, sharing_codes
@@ -30,14 +28,16 @@ from driftline.tasks.attribution_plots import drawn_figures
 from driftline.tasks.context import RunContext, RunOptions
 from driftline.tasks.drift_overview import drift_overview
 from driftline.tasks.driver import CheckJob, Driver
+from driftline.tasks.history.accumulation import accumulate_evidence
 from driftline.tasks.importance import attach_importance, reference_importance
 from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
 from driftline.tasks.plan import SCHEMA_CHECK, CheckPlan, Evaluation
 from driftline.tasks.profiles import NOT_CACHED, ProfileCache, Unfittable
 from driftline.tasks.reference import PreparedReference, prepare_reference, scored
-from driftline.tasks.retrain import Retraining, RetrainRequest, older_batch_skip
+from driftline.tasks.retrain import Retraining
+from driftline.tasks.retrain_trigger import start_retraining
 from driftline.tasks.sources import Batch
-from driftline.tasks.spec import MonitorSpec, RetrainSpec, severity_at_least
+from driftline.tasks.spec import MonitorSpec, severity_at_least
 from driftline.tasks.steps import (
     grade_run,
     load_batch,
@@ -231,6 +231,7 @@ def conclude_run(context: RunContext, ran: Ran, prepared: PreparedReference) -> 
     """After the checks, whatever evaluated them: store, alert, join late labels, retrain and report."""
     spec, driver, options = context.spec, context.driver, context.options
     results = grade_run(ran.results, spec.alerts.confidence)
+    accumulate_evidence(context, ran, prepared, results)
     attach_importance(results, reference_importance(prepared, context.cache.directory))
     overview = drift_overview(results)
     if overview is not None:
@@ -261,10 +262,8 @@ def conclude_run(context: RunContext, ran: Ran, prepared: PreparedReference) -> 
     summary.stored, summary.alerts = persisted.stored, persisted.alerts
     if spec.labels is not None:
         summary.labels = _late_labels(context, ran.batch_id, prepared)
-    if options.retrain and spec.retrain and retraining_failures(spec.retrain, summary):
-        summary.retraining = older_batch_skip(context, ran.batch_id, ran.batch_time) or driver.retrain(
-            spec, retrain_request(spec, summary, prepared.content_hash), context.state_dir
-        )
+    if options.retrain and spec.retrain:
+        summary.retraining = start_retraining(context, summary, ran.batch_time, prepared.content_hash)
     summary.figures = publish_report(context, summary, report_dir(spec, ran.batch_id))
     driver.logger.info(
         "monitor %s batch %s: %s (worst severity %s)", spec.name, ran.batch_id, summary.status, worst
@@ -282,39 +281,6 @@ def _late_labels(context: RunContext, batch_id: str, prepared: PreparedReference
         context.driver.logger.warning("late labels not joined: %s: %s", type(exc).__name__, exc)
         return []
     return [join.to_dict() for join in joins]
-
-
-def family_of(check: str) -> str:
-    """A result's check family: its class's, or the first part of its name (`run.drifted_features`)."""
-    try:
-        return registry.get(check).family
-    except CheckInputError:
-        return check.split(".", 1)[0]
-
-
-def retraining_failures(retrain: RetrainSpec, summary: RunSummary) -> list[CheckResult]:
-    """The results at or above `retrain.min_severity` that may start retraining (`retrain.on`), worst
-    first: a batch that fails on data quality alone pages the data's owners, it is not retrained."""
-    failing = summary.failing(retrain.min_severity)
-    return [r for r in failing if retrain.triggered_by(r.check, family_of(r.check))]
-
-
-def retrain_request(spec: MonitorSpec, summary: RunSummary, ref_hash: str) -> RetrainRequest:
-    """What a retraining trigger is told: the monitor, the batch, the reference and the worst results
-    that may start it."""
-    assert spec.retrain is not None
-    failing = retraining_failures(spec.retrain, summary)[:10]
-    return RetrainRequest(
-        monitor=spec.name,
-        batch_id=summary.batch_id,
-        run_key=ref_hash[:16],
-        severity=summary.worst_severity,
-        failing_checks=[
-            {"check": r.check, "target": r.target, "severity": r.severity, "metrics": r.metrics}
-            for r in failing
-        ],
-        spec_path=str(spec.path) if spec.path else None,
-    )
 
 
 def report_dir(spec: MonitorSpec, batch_id: str) -> Path:

@@ -13,9 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from driftline.checks import registry
-from driftline.checks.base import Check
-from driftline.checks.custom import is_import_path
-from driftline.checks.errors import CheckInputError
 from driftline.checks.result import severity_rank
 
 T = TypeVar("T")
@@ -26,20 +23,9 @@ MODEL_FAMILIES = frozenset({"performance", "fairness"})
 IMPORTANCE_KEY = "importance"  # the details key of a feature's importance (`tasks.importance`)
 
 
-def known_check(check: str) -> type[Check] | None:
-    """The class of a registered or catalog check; None for another name. A stored name is data: one
-    that looks like `module:Class` is never imported."""
-    if is_import_path(check):
-        return None
-    try:
-        return registry.get(check)
-    except CheckInputError:
-        return None
-
-
 def _family(check: str) -> str:
     """A check's family from the catalog, or the first part of its name for one the catalog lacks."""
-    known = known_check(check)
+    known = registry.known(check)
     return known.family if known is not None else check.split(".", 1)[0]
 
 

@@ -93,20 +93,31 @@ class CheckSpec(Strict):
         return params
 
 
-# Failures of the data rather than of the model: retraining on broken data is the wrong action.
-DATA_QUALITY_FAMILIES = frozenset({"schema", "abnormal", "expectations", "text"})
+# Failures of the model itself: only these start retraining unless `retrain.on` says otherwise. Broken
+# data calls for its owners, drifted inputs or predictions with intact performance for a look, and a
+# gap in one subset or group for a fix that retraining on the same data rarely brings.
+MODEL_FAMILIES = frozenset({"performance"})
+RetrainWhen = Literal["incident", "every_run"]
 
 
 class RetrainSpec(Strict):
-    """What to start when a run reaches `min_severity`: a command or webhook (any engine), or, under
-    Prefect, a deployment run or the `driftline.monitor.failed` event for an automation."""
+    """What to start when a model-level failure reaches `min_severity`, and how often (`when`): a command
+    or webhook (any engine), or, under Prefect, a deployment run or the `driftline.monitor.failed`
+    event for an automation."""
 
     min_severity: Severity = "high"
     on: list[str] | None = Field(
         None,
         description=(
-            "check families or names whose results may start retraining; default: every family but "
-            "the data-quality ones (schema, abnormal, expectations), which call for the data's owners"
+            "check families or names whose results may start retraining; default: the performance "
+            "family (performance.overall, .estimated, .estimated_regression, .calibration)"
+        ),
+    )
+    when: RetrainWhen = Field(
+        "incident",
+        description=(
+            "incident: once per open incident of a failing result (the run that opens or escalates it); "
+            "every_run: on every failing run"
         ),
     )
     command: list[str] | None = Field(
@@ -129,7 +140,7 @@ class RetrainSpec(Strict):
     def triggered_by(self, check: str, family: str) -> bool:
         """Whether a result of `check` (of `family`) reaching `min_severity` may start retraining."""
         if self.on is None:
-            return family not in DATA_QUALITY_FAMILIES
+            return family in MODEL_FAMILIES
         return check in self.on or family in self.on
 
     @property
@@ -203,6 +214,23 @@ class MonitorSpec(Strict):
     store_url: str | None = None
     base_dir: Path = Field(Path("."), exclude=True)
     path: Path | None = Field(None, exclude=True, description="the spec file, when loaded from one")
+
+    @field_validator("retrain")
+    @classmethod
+    def _retrain_through_incidents(
+        cls, value: RetrainSpec | None, info: ValidationInfo
+    ) -> RetrainSpec | None:
+        """Once per incident needs an incident: a failure below `alerts.min_severity` never opens one."""
+        alerts = info.data.get("alerts")
+        if value is None or value.when != "incident" or alerts is None:
+            return value
+        if severity_rank(value.min_severity) < severity_rank(alerts.min_severity):
+            raise ValueError(
+                f"min_severity {value.min_severity} is below alerts.min_severity {alerts.min_severity}: "
+                "with when: incident a failure retrains through its incident, which opens at "
+                "alerts.min_severity; raise retrain.min_severity or set when: every_run"
+            )
+        return value
 
     @field_validator("labels")
     @classmethod

@@ -19,11 +19,15 @@ DEFAULT_SPOOL_DIR = Path(".driftline") / "spool"
 SPOOL_STORE = "spooled_for"  # the key of a spooled record that names its target store
 
 
-def _file_name(monitor: str, batch_id: str) -> str:
+# A record waiting for its database, and one the database refused (kept for a person to look at).
+SPOOLED, REJECTED = ".json", ".rejected"
+
+
+def _file_name(monitor: str, batch_id: str, suffix: str = SPOOLED) -> str:
     """A readable, collision-free name: sanitised ids plus a short hash of the raw ones."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{monitor}__{batch_id}")
     digest = hashlib.sha256(f"{monitor}\0{batch_id}".encode()).hexdigest()[:8]
-    return f"{safe}__{digest}.json"
+    return f"{safe}__{digest}{suffix}"
 
 
 def store_key(url: str) -> str:
@@ -32,14 +36,15 @@ def store_key(url: str) -> str:
     return hashlib.sha256(url.encode()).hexdigest()
 
 
-def spool_run(record: dict[str, Any], directory: Path, store_url: str) -> Path:
+def spool_run(record: dict[str, Any], directory: Path, store_url: str, suffix: str = SPOOLED) -> Path:
     """Write one run record (the keyword arguments of `record_run`) atomically, tagged with the store
     it is meant for (its key and masked URL, never the URL itself); returns its path. A failed write
-    (a full disk) raises and leaves no partial file."""
+    (a full disk) raises and leaves no partial file. With `suffix=REJECTED` the record is set aside:
+    kept for a person to look at, never replayed."""
     from driftline.tasks.history.db import masked_url
 
     record = {**record, SPOOL_STORE: {"key": store_key(store_url), "url": masked_url(store_url)}}
-    path = directory / _file_name(record["monitor"], record["batch_id"])
+    path = directory / _file_name(record["monitor"], record["batch_id"], suffix)
     write_private_file(path, json.dumps(record, default=str).encode())
     return path
 
@@ -82,15 +87,18 @@ def replay_spool(
     write: Callable[[dict[str, Any]], None],
     directory: Path,
     store_url: str,
-    transient: tuple[type[Exception], ...] = (Exception,),
+    transient: Callable[[Exception], bool] = lambda exc: True,
 ) -> int:
     """Pass every record spooled for `store_url` to `write` (oldest first), deleting each once written;
     returns the count. Records meant for another store stay where they are, for a run that reaches it.
 
-    An exception of a `transient` type (the database is still down) stops the replay and leaves the
+    An exception that is `transient` (the database is still down) stops the replay and leaves the
     record for the next attempt. Any other exception means the record itself cannot be written: it is
-    set aside as `*.rejected` with the error logged, so it cannot block every later run.
+    set aside as `*.rejected` with one line naming its monitor, batch and the error, so it cannot block
+    every later run.
     """
+    from driftline.tasks.history.failures import one_line
+
     if not directory.exists():
         return 0
     key = store_key(store_url)
@@ -105,16 +113,16 @@ def replay_spool(
             continue
         try:
             write(record)
-        except transient:
-            raise
         except Exception as exc:
-            rejected = path.with_suffix(".rejected")
+            if transient(exc):
+                raise
+            rejected = path.with_suffix(REJECTED)
             path.rename(rejected)
             log.error(
-                "spooled run %s cannot be written (%s: %s); set aside as %s",
-                path.name,
-                type(exc).__name__,
-                exc,
+                "monitor %s batch %s: the spooled run cannot be written (%s); set aside as %s",
+                record.get("monitor"),
+                record.get("batch_id"),
+                one_line(exc, store_url),
                 rejected,
             )
             continue

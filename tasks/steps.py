@@ -26,14 +26,16 @@ T = TypeVar("T")
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for I/O that may recover (a database or file system away for a moment), not bad input."""
+    """True for I/O that may recover (a database or file system away for a moment), not bad input nor
+    a value the database refuses (`tasks.history.failures`)."""
     from sqlalchemy.exc import DBAPIError
 
     from driftline.tasks.history.db import StoreUnavailable
+    from driftline.tasks.history.failures import is_outage
 
     if isinstance(exc, SourceError):
         return False
-    return isinstance(exc, StoreUnavailable | DBAPIError | OSError)
+    return isinstance(exc, StoreUnavailable | DBAPIError | OSError) and is_outage(exc)
 
 
 @dataclass(frozen=True)

@@ -200,12 +200,35 @@ class Route(BaseModel):
         return self.family is None or check_family(check) in self.family
 
 
+class SustainedConfig(BaseModel):
+    """Evidence over time: a graded metric whose recent batches, graded against the same reference,
+    together prove a change that no single one of them proves, is raised to `severity`."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    enabled: bool = Field(True, description="accumulate each graded metric's evidence over recent batches")
+    severity: AlertSeverity = Field("medium", description="severity a sustained change raises a result to")
+    expected_run_length: float = Field(
+        1000, ge=2, description="clean runs per false sustained claim, over every metric of the monitor"
+    )
+    min_effect: float = Field(
+        0.25, ge=0, description="mean excess effect needed, as a share of the metric's lowest threshold"
+    )
+
+
 class AlertConfig(BaseModel):
-    """When a run alerts (`min_severity`) and where the alert goes (Slack, else the console)."""
+    """When an incident opens (`min_severity`) and resolves (`resolve_after`), and where the alert goes
+    (Slack, else the console)."""
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     min_severity: AlertSeverity = "medium"
+    resolve_after: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="consecutive graded runs below min_severity that resolve an open incident (1: the first)",
+    )
     confidence: float = Field(
         0.99,
         gt=0.5,
@@ -216,6 +239,9 @@ class AlertConfig(BaseModel):
     console: bool = Field(True, description="print alerts when no Slack destination is configured")
     rules: list[AlertRule] = Field(default_factory=list, description="baseline rules over the history")
     routes: list[Route] = Field(default_factory=list, description="more Slack channels, by severity/family")
+    sustained: SustainedConfig = Field(
+        default_factory=SustainedConfig, description="evidence accumulated over recent batches"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> AlertConfig:

@@ -332,7 +332,9 @@ class ConsoleSender(Sender):
     """Prints a readable plain-text rendering (the demo's sink when no Slack is configured).
 
     Without a `stream`, alerts go to standard error (looked up at each send), so standard output stays
-    free for machine-readable output such as `driftline run --json`.
+    free for machine-readable output such as `driftline run --json`. They are written to the stream,
+    not printed, so an engine that turns prints into log lines (Prefect's `log_prints`) and a quiet
+    log level cannot hide them.
     """
 
     destination = CONSOLE_DESTINATION
@@ -344,7 +346,8 @@ class ConsoleSender(Sender):
         self, message: Mapping[str, Any], *, key: str | None = None, thread: Posted | None = None
     ) -> Posted | None:
         stream = self._stream if self._stream is not None else sys.stderr
-        print(unescape(message["text"]) + "\n", file=stream, flush=True)
+        stream.write(unescape(message["text"]) + "\n\n")
+        stream.flush()
         return None
 
 

@@ -179,6 +179,7 @@ def process_alerts(
                 batch_id=batch_id,
                 results=everything,
                 min_severity=config.min_severity,
+                resolve_after=config.resolve_after,
             )
         if report.changes and senders:
             send, held = active_mutes(session, monitor).split(report.changes)

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, Row, Table, select
+from sqlalchemy import Engine, Row, Select, Table, select
 
 from driftline.tasks.history.db import as_utc
 from driftline.tasks.history.models import ResultRow, Run, utcnow
@@ -44,13 +44,17 @@ def read_history(
     target: str | None = None,
     metric: str | None = None,
     since: datetime | None = None,
+    last_runs: int | None = None,
 ) -> pd.DataFrame:
     """The stored metric values of `monitor`, oldest batch first, optionally filtered.
 
     Columns: batch_id, batch_time (UTC), check, target, metric, value (float, NaN where none was
-    stored), severity, status. `since` keeps batches at or after that time (naive means UTC).
+    stored), severity, status. `since` keeps batches at or after that time (naive means UTC);
+    `last_runs` keeps the monitor's newest N batches, so a read costs what it shows, not the history.
     """
     query = select(*(RESULTS.c[name] for name in HISTORY_COLUMNS)).where(RESULTS.c.monitor == monitor)
+    if last_runs is not None:
+        query = query.where(RESULTS.c.batch_id.in_(newest_batches(monitor, last_runs)))
     for name, wanted in (("check", check), ("target", target), ("metric", metric)):
         if wanted is not None:
             query = query.where(RESULTS.c[name] == wanted)
@@ -61,6 +65,18 @@ def read_history(
     with engine.connect() as conn:
         rows = conn.execute(query).all()
     return _history_frame(rows)
+
+
+def newest_batches(monitor: str, count: int) -> Select[tuple[str]]:
+    """The ids of the monitor's newest `count` batches, as a subquery (served by ix_runs_monitor_time)."""
+    if count < 1:
+        raise ValueError(f"the number of runs must be at least 1, got {count}")
+    return (
+        select(RUNS.c.batch_id)
+        .where(RUNS.c.monitor == monitor)
+        .order_by(RUNS.c.batch_time.desc(), RUNS.c.id.desc())
+        .limit(count)
+    )
 
 
 def list_runs(engine: Engine, monitor: str | None = None, limit: int = 50) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from driftline.checks.result import CheckResult, json_safe
 from driftline.tasks.history.db import as_utc
 from driftline.tasks.history.models import ResultRow, Run, utcnow
+from driftline.tasks.history.storable import storable, storable_result
 
 # Metric name of the single row stored for a result without metrics (skipped or error results).
 NO_METRIC = ""
@@ -63,7 +64,7 @@ def start_run(
         "worst_severity": "none",
         "rows": None,
         "flow_run_id": flow_run_id,
-        "details": json_safe(dict(details or {})),
+        "details": storable(json_safe(dict(details or {}))),
     }
     with engine.begin() as conn:
         existing = conn.execute(
@@ -84,6 +85,7 @@ def finish_run(engine: Engine, run_id: int, *, status: str = "error", reason: st
     A run still `running` takes `status`; a run that had already completed keeps its verdict and
     records the failed attempt in `details.last_attempt`.
     """
+    reason = storable(reason)
     with engine.begin() as conn:
         row = conn.execute(select(RUNS.c.status, RUNS.c.details).where(RUNS.c.id == run_id)).first()
         if row is None:
@@ -173,7 +175,7 @@ def record_run(
         "worst_severity": worst_severity,
         "rows": rows,
         "flow_run_id": flow_run_id,
-        "details": json_safe(dict(details or {})),
+        "details": storable(json_safe(dict(details or {}))),
     }
     with engine.begin() as conn:
         run_id = _upsert_run(conn, run, updated=tuple(k for k in run if k != "started_at"), keep_start=True)
@@ -246,14 +248,16 @@ def _delete_stale(conn: Connection, monitor: str, batch_id: str, rows: list[dict
 def _unique_rows(
     shared: Mapping[str, Any], results: Iterable[Mapping[str, Any] | CheckResult]
 ) -> list[dict[str, Any]]:
-    """All metric rows of `results`, one per (check, target, metric); a later duplicate wins.
+    """All metric rows of `results` made storable (`tasks.history.storable`), one per (check, target,
+    metric); a later duplicate wins.
 
     Deduplicating here keeps a single multi-row upsert from touching the same key twice (an error on
     PostgreSQL).
     """
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for result in results:
-        for row in _metric_rows(result.to_dict() if isinstance(result, CheckResult) else result):
+        plain = result.to_dict() if isinstance(result, CheckResult) else result
+        for row in _metric_rows(storable_result(plain)):
             rows[(row["check"], row["target"], row["metric"])] = {**shared, **row}
     return list(rows.values())
 
@@ -308,17 +312,20 @@ def _number(value: Any, check: str, target: str, name: str) -> float | None:
 ESTIMATE_CHECKS = ("performance.estimated", "performance.estimated_regression")
 
 
-def runs_without_labels(engine: Engine, monitor: str, *, exclude: str, limit: int) -> list[str]:
-    """Batch ids of the monitor's completed runs (passed or failed) whose labels were never joined,
-    newest first, among its `limit` newest completed runs other than `exclude`."""
+def runs_without_labels(
+    engine: Engine, monitor: str, *, exclude: str, limit: int
+) -> list[tuple[str, datetime]]:
+    """(batch id, batch time) of the monitor's completed runs (passed or failed) whose labels were
+    never joined, newest first, among its `limit` newest completed runs other than `exclude`."""
     query = (
-        select(RUNS.c.batch_id, RUNS.c.details)
+        select(RUNS.c.batch_id, RUNS.c.batch_time, RUNS.c.details)
         .where(RUNS.c.monitor == monitor, RUNS.c.batch_id != exclude, RUNS.c.status.in_(("passed", "failed")))
         .order_by(RUNS.c.batch_time.desc(), RUNS.c.id.desc())
         .limit(limit)
     )
     with engine.connect() as conn:
-        return [row.batch_id for row in conn.execute(query) if "labels" not in (row.details or {})]
+        rows = conn.execute(query).all()
+    return [(row.batch_id, as_utc(row.batch_time)) for row in rows if "labels" not in (row.details or {})]
 
 
 def record_late_results(

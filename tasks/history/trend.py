@@ -91,22 +91,13 @@ class KeyMetric:
 
 
 def declared_metrics(checks: Iterable[str]) -> dict[str, Mapping[str, Metric]]:
-    """The metric declarations of the named checks the catalog knows (built-in, registered or published
-    by an installed package). Names it does not know, and `module:Class` paths, are left out: a name
-    read from the history never imports a module."""
+    """The metric declarations of the named checks the catalog knows (built-in, or registered by this
+    process). Names it does not know are left out: a name read from the history is data, never
+    imported (`registry.known`)."""
     from driftline.checks import registry
-    from driftline.checks.custom import is_import_path
-    from driftline.checks.errors import CheckInputError
 
-    known = set(registry.names())
-    declarations = {}
-    for name in set(checks):
-        if name in known and not is_import_path(name):
-            try:
-                declarations[name] = registry.get(name).declared_metrics
-            except CheckInputError:
-                continue
-    return declarations
+    found = {name: registry.known(name) for name in set(checks)}
+    return {name: cls.declared_metrics for name, cls in found.items() if cls is not None}
 
 
 def noise_spread(evidence: Mapping[str, Any]) -> float:

@@ -626,14 +626,12 @@ def check_pictures(check: str, results: Sequence[Mapping[str, Any]]) -> list[Pic
 
 
 def declared_metrics(check: str) -> Mapping[str, Metric]:
-    """The metrics a check declares (none for a check no longer in the catalog)."""
+    """The metrics a check declares (none for a check the catalog does not know; a stored name is never
+    imported)."""
     from driftline.checks import registry
-    from driftline.checks.errors import CheckInputError
 
-    try:
-        return registry.get(check).declared_metrics
-    except CheckInputError:
-        return {}
+    known = registry.known(check)
+    return known.declared_metrics if known is not None else {}
 
 
 def declared_figures(check: str) -> list[str]:

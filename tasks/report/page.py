@@ -60,13 +60,12 @@ class Section:
 
 
 def _summary_line(check: str) -> str:
-    """The check's one-line description from the catalog (empty for an unknown check)."""
-    try:
-        from driftline.checks import registry
+    """The check's one-line description from the catalog (empty for a check it does not know; a stored
+    name is never imported)."""
+    from driftline.checks import registry
 
-        return registry.describe(check)["summary"]
-    except Exception:
-        return ""
+    known = registry.known(check)
+    return known.summary() if known is not None else ""
 
 
 def _safely(what: str, draw: Any, *args: Any) -> Any:

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from driftline.checks import registry
 from driftline.tasks.history.trend import MAD_NORMAL_SCALE, rolling_baseline, spread_floor
 from driftline.tasks.history.trend import key_metric as trend_key_metric
-from driftline.tasks.ranking import known_check
 
 BAND_K = 3.0
 BAND_WINDOW = 10
@@ -49,7 +49,7 @@ class Trend:
 def key_metric(result: Mapping[str, Any]) -> str | None:
     """The metric that stands for a result: the graded effect metric that decides its severity (as
     `driftline trend` picks it), else its first one."""
-    known = known_check(str(result["check"]))
+    known = registry.known(str(result["check"]))
     key = trend_key_metric(result, known.declared_metrics if known is not None else None)
     return key.metric if key is not None else next(iter(result.get("metrics") or {}), None)
 

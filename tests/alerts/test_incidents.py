@@ -16,11 +16,21 @@ from tests.alerts.builders import result
 
 
 def _run(
-    engine: Engine, batch_id: str, results: Sequence[dict[str, Any]], min_severity: str = "medium"
+    engine: Engine,
+    batch_id: str,
+    results: Sequence[dict[str, Any]],
+    min_severity: str = "medium",
+    resolve_after: int = 1,
 ) -> list[tuple[str, str, str, str, str | None]]:
+    """The changes of one run; `resolve_after` 1 (resolve on the first quiet run) unless given."""
     with Session(engine) as session, session.begin():
         changes = apply_incidents(
-            session, monitor="m", batch_id=batch_id, results=results, min_severity=min_severity
+            session,
+            monitor="m",
+            batch_id=batch_id,
+            results=results,
+            min_severity=min_severity,
+            resolve_after=resolve_after,
         )
     return sorted(_summary(c) for c in changes)
 
@@ -119,6 +129,7 @@ def test_monitors_keep_separate_incidents(engine: Engine) -> None:
             batch_id="b1",
             results=[result("drift.numeric", "age", "high")],
             min_severity="medium",
+            resolve_after=1,
         )
     assert [c.kind for c in other] == ["opened"]
 
@@ -138,7 +149,9 @@ def test_worst_ok_result_of_a_key_counts() -> None:
 def test_change_carries_the_result_and_incident_id(engine: Engine) -> None:
     row = result("drift.numeric", "age", "high", metrics={"psi": 0.41})
     with Session(engine) as session, session.begin():
-        (change,) = apply_incidents(session, monitor="m", batch_id="b1", results=[row], min_severity="low")
+        (change,) = apply_incidents(
+            session, monitor="m", batch_id="b1", results=[row], min_severity="low", resolve_after=1
+        )
         assert change.result["metrics"] == {"psi": 0.41}
     with Session(engine) as session:
         assert session.get(Incident, change.incident_id) is not None
@@ -176,3 +189,51 @@ def test_the_database_refuses_a_second_open_incident_for_a_key(engine: Engine) -
     with pytest.raises(IntegrityError), Session(engine) as session, session.begin():
         session.add(duplicate)
     assert [s for _, _, s, *_ in _incidents(engine)] == ["open"]
+
+
+def _quiet_runs(engine: Engine) -> list[tuple[str, int]]:
+    with Session(engine) as session:
+        rows = session.scalars(select(Incident).order_by(Incident.id))
+        return [(r.status, r.details["quiet_runs"]) for r in rows]
+
+
+def test_an_alternating_target_stays_one_incident_until_three_quiet_runs_in_a_row(engine: Engine) -> None:
+    """high/none/high/none opens once and never resolves; the third quiet run in a row resolves it."""
+    age = "drift.numeric", "age"
+    severities = ["high", "none", "high", "none", "high", "none", "none", "none", "none"]
+    changes = [_run(engine, f"b{i}", [result(*age, s)], resolve_after=3) for i, s in enumerate(severities)]
+    assert changes[0] == [("opened", *age, "high", None)]
+    assert changes[1:7] == [[]] * 6
+    assert changes[7] == [("resolved", *age, "none", "high")]
+    assert changes[8] == []  # quiet after the resolution: nothing is open, nothing opens
+    assert _incidents(engine) == [(*age, "resolved", "high", "b0", "b7")]
+    assert _quiet_runs(engine) == [("resolved", 3)]
+
+
+def test_a_run_at_the_minimum_resets_the_quiet_runs_and_below_it_counts_as_quiet(engine: Engine) -> None:
+    age = "drift.numeric", "age"
+    _run(engine, "b1", [result(*age, "medium")], resolve_after=3)
+    _run(engine, "b2", [result(*age, "low")], resolve_after=3)
+    _run(engine, "b3", [result(*age, "none")], resolve_after=3)
+    assert _quiet_runs(engine) == [("open", 2)]
+    assert _run(engine, "b4", [result(*age, "medium")], resolve_after=3) == []
+    assert _quiet_runs(engine) == [("open", 0)]
+
+
+def test_skipped_and_error_results_neither_count_as_quiet_nor_reset(engine: Engine) -> None:
+    auc = "perf.auc", "model"
+    runs = ["high", "none", "error", "skipped", "none", "error", "none"]
+    found = []
+    for i, outcome in enumerate(runs):
+        row = result(*auc, status=outcome) if outcome in ("error", "skipped") else result(*auc, outcome)
+        found.append(_run(engine, f"b{i}", [row], resolve_after=3))
+    assert [c[0][0] if c else None for c in found] == ["opened", None, None, None, None, None, "resolved"]
+
+
+def test_a_rerun_of_a_quiet_batch_counts_once(engine: Engine) -> None:
+    age = "drift.numeric", "age"
+    _run(engine, "b1", [result(*age, "high")], resolve_after=2)
+    assert _run(engine, "b2", [result(*age, "none")], resolve_after=2) == []
+    assert _run(engine, "b2", [result(*age, "none")], resolve_after=2) == []
+    assert _quiet_runs(engine) == [("open", 1)]
+    assert _run(engine, "b3", [result(*age, "none")], resolve_after=2)[0][0] == "resolved"

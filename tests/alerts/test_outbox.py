@@ -21,7 +21,10 @@ HIGH_AGE = [result("drift.numeric", "age", "high", metrics={"psi": 0.5}), result
 
 
 def _config(base_url: str, **slack: Any) -> AlertConfig:
-    return AlertConfig.model_validate({"slack": {"channel": "#ml-alerts", "base_url": base_url, **slack}})
+    """A bot channel; an incident resolves on its first quiet run, so a resolution takes one batch."""
+    return AlertConfig.model_validate(
+        {"slack": {"channel": "#ml-alerts", "base_url": base_url, **slack}, "resolve_after": 1}
+    )
 
 
 def _process(engine: Engine, config: AlertConfig, batch_id: str, results=HIGH_AGE, **kw: Any) -> AlertReport:

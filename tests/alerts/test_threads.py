@@ -21,8 +21,9 @@ from tests.alerts.slack_server import Reply, SlackStandIn, closed_port_url
 
 
 def _config(base_url: str, **alerts: Any) -> AlertConfig:
+    """A bot channel; an incident resolves on its first quiet run, so a resolution takes one batch."""
     slack = {"channel": "#ml-alerts", "base_url": base_url, **alerts.pop("slack", {})}
-    return AlertConfig.model_validate({"slack": slack, **alerts})
+    return AlertConfig.model_validate({"slack": slack, "resolve_after": 1, **alerts})
 
 
 def _run(engine: Engine, config: AlertConfig, batch_id: str, *results: dict[str, Any]) -> AlertReport:
@@ -60,6 +61,31 @@ def test_open_escalate_resolve_make_one_thread_and_the_parent_follows(
     assert parent["text"].startswith("driftline: acs: all 1 incident(s) resolved (updated at batch b3)")
     (thread,) = _threads(engine)
     assert (thread.destination, thread.channel, thread.ts) == ("slack:#ml-alerts", "C0STANDIN", parent["ts"])
+
+
+def test_a_flapping_target_posts_one_opening_and_one_resolution_and_nothing_while_quiet(
+    engine: Engine, slack: SlackStandIn
+) -> None:
+    """high/none/high/none, then quiet: one incident, one parent post, one resolution reply after the
+    third quiet run in a row, and the parent edited only by that resolution."""
+    config = _config(slack.api_url, resolve_after=3)
+    severities = ["high", "none", "high", "none", "none"]
+    reports = [
+        _run(engine, config, f"b{i}", result("drift.numeric", "age", s)) for i, s in enumerate(severities)
+    ]
+    assert [len(r.changes) for r in reports] == [1, 0, 0, 0, 0]
+    assert len(slack.accepted()) == 1 and slack.updates == []
+
+    last = _run(engine, config, "b5", result("drift.numeric", "age", "none"))
+    assert [c.kind for c in last.changes] == ["resolved"] and last.delivered == 1
+    (parent,) = slack.top_level()
+    assert parent["text"].startswith("driftline: acs: all 1 incident(s) resolved (updated at batch b5)")
+    (reply,) = slack.thread(parent["ts"])
+    assert reply["text"].splitlines()[1] == "drift.numeric · age: resolved (now none, was high)"
+    assert len(slack.accepted()) == 2 and len(slack.updates) == 1
+    with Session(engine) as session:
+        incident = session.scalars(select(Incident)).one()
+        assert (incident.status, incident.opened_batch, incident.last_batch) == ("resolved", "b0", "b5")
 
 
 def test_incidents_opened_by_one_run_share_its_thread_and_new_ones_start_another(

@@ -4,6 +4,7 @@ partitions merged to the whole batch's numbers, and the plan adding it to every 
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 
@@ -129,7 +130,8 @@ def test_dates_report_presence_and_their_first_and_last_value() -> None:
     batch.loc[[5, 9], "when"] = pd.NaT
     result = by_target(DataSummary().run(reference, batch, NO_ROLES))["when"]
     assert result.metrics == {"missing_share": 2 / 200, "count": 198.0}
-    assert result.details["first"] == batch["when"].min() and result.details["last"] == batch["when"].max()
+    assert result.details["first"] == batch["when"].min().isoformat()
+    assert result.details["last"] == batch["when"].max().isoformat()
     assert result.to_dict()["details"]["first"] == batch["when"].min().isoformat()
 
 
@@ -280,3 +282,23 @@ def test_summary_false_leaves_it_out() -> None:
         "schema.columns",
         "drift.numeric",
     ]
+
+
+@pytest.mark.parametrize("zone", [None, "Europe/Paris"])
+def test_a_profile_with_dates_is_stored_as_data_and_reads_back_the_same(zone: str | None) -> None:
+    """The profile cache stores a date column's summary (it used to warn 'cannot store a value of type
+    pandas.Timestamp' and keep the profile in memory only), zone included."""
+    from driftline.checks.profile_format import dump_profile, load_profile
+
+    reference, batch = frame(300, 0), frame(200, 1)
+    if zone:
+        reference["when"] = reference["when"].dt.tz_localize(zone)
+        batch["when"] = batch["when"].dt.tz_localize(zone)
+    check = DataSummary()
+    profile = check.fit(reference, NO_ROLES)
+    stored = load_profile(io.BytesIO(dump_profile(profile, "k")), "k")
+    result = by_target(check.evaluate(batch, stored, NO_ROLES))["when"]
+    assert result.details["first"] == batch["when"].min().isoformat()
+    assert result.details["last"] == batch["when"].max().isoformat()
+    assert result.details["reference"]["first"] == reference["when"].min().isoformat()
+    assert pd.Timestamp(result.details["reference"]["last"]) == reference["when"].max()

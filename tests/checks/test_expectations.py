@@ -55,3 +55,17 @@ def test_bad_expectations_are_clear_errors() -> None:
 def test_no_expectations_is_skipped() -> None:
     [result] = run_check(create("expectations.suite"), FRAME, infer_columns(FRAME), reference=FRAME)
     assert result.status == "skipped" and "no expectations" in result.reason
+
+
+def test_a_validation_logs_nothing_below_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """Great Expectations' housekeeping (a temporary docs folder at INFO on every validation) stays out
+    of a run's log."""
+    check = create(
+        "expectations.suite",
+        {"expectations": [{"type": "expect_column_values_to_not_be_null", "column": "city"}]},
+    )
+    with caplog.at_level("INFO"):
+        run_check(check, FRAME, infer_columns(FRAME), reference=FRAME)
+        run_check(check, FRAME, infer_columns(FRAME), reference=FRAME)
+    chatter = [r for r in caplog.records if r.name.startswith("great_expectations") and r.levelno < 30]
+    assert chatter == [], [r.getMessage() for r in chatter]

@@ -57,9 +57,11 @@ def test_rerunning_an_older_passing_batch_leaves_the_newer_batch_incidents_open(
 def test_a_newer_passing_batch_still_resolves_what_an_older_one_opened(
     demo_data: Path, tmp_path: Path
 ) -> None:
-    """In batch order, incidents open on the failing batch and resolve on the next passing one."""
+    """In batch order, incidents open on the failing batch and resolve on the next passing one (with
+    `resolve_after: 1`)."""
     url = f"sqlite:///{tmp_path / 'h.db'}"
-    spec = load_spec(write_spec(demo_data, tmp_path, store_url=url, retrain=None, alerts={"console": True}))
+    alerts = {"console": True, "resolve_after": 1}
+    spec = load_spec(write_spec(demo_data, tmp_path, store_url=url, retrain=None, alerts=alerts))
     run_monitor(spec, "2018-12")
     opened = incidents(url)
     assert opened

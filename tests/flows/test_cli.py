@@ -166,6 +166,28 @@ def test_run_exit_codes_and_history(demo_data: Path, tmp_path: Path) -> None:
     assert result.exit_code == EXIT_USAGE and "checks.0: unknown check 'drift.nope'" in result.stderr
 
 
+def test_a_clean_run_prints_a_short_summary_and_its_report_and_verbose_every_result(
+    demo_data: Path, tmp_path: Path
+) -> None:
+    from tests.demo import write_spec
+
+    spec = write_spec(demo_data, tmp_path, store_url=f"sqlite:///{tmp_path / 'h.db'}", retrain=None)
+    short = runner.invoke(app, ["run", str(spec), "--batch", "2016-06", "--engine", "local"])
+    assert short.exit_code == 0, short.output
+    lines = short.stdout.splitlines()
+    assert len(lines) <= 40, short.stdout
+    assert "PASSED" in lines[0] and "not listed (--verbose lists them)" in short.stdout
+    report = next(line.removeprefix("report: ") for line in lines if line.startswith("report: "))
+    assert Path(report).is_file() and Path(report).suffix == ".html"
+    every = runner.invoke(app, ["run", str(spec), "--batch", "2016-06", "--engine", "local", "--verbose"])
+    assert every.exit_code == 0, every.output
+    stored = json.loads(runner.invoke(app, ["runs", str(spec), "--batch", "2016-06", "--json"]).stdout)
+    verdicts = [r for r in stored if r["check"] not in ("data.summary", "run.drifted_features")]
+    assert len(verdicts) > 20
+    for r in verdicts:
+        assert r["target"][:20] in every.stdout, r["target"]
+
+
 def test_trend_reports_sustained_drift_and_robust_outliers(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 't.db'}"
     psi = [0.02, 0.03, 0.01, 0.02, 0.25, 0.31, 0.40]

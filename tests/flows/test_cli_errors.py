@@ -74,3 +74,29 @@ def test_history_runs_and_trend_take_the_spec_and_use_its_store(demo_data: Path,
     assert runs.exit_code == 0 and {r["batch_id"] for r in json.loads(runs.stdout)} == {"2016-06", "2018-12"}
     trend = runner.invoke(app, ["trend", str(spec), "--json", "--runs", "1"])
     assert trend.exit_code == 0 and json.loads(trend.stdout)["sustained"]
+
+
+def test_readers_given_a_spec_find_the_default_store_beside_it_from_any_folder(
+    demo_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without store_url a run writes driftline.db beside the spec; history, runs and trend read it
+    there when called from another folder (where no driftline.db exists)."""
+    monkeypatch.delenv("DRIFTLINE_DATABASE_URL", raising=False)
+    folder = tmp_path / "monitor"
+    folder.mkdir()
+    spec = write_spec(demo_data, folder, retrain=None)
+    spec_data = spec.read_text()
+    assert "store_url" not in spec_data
+    assert runner.invoke(app, ["run", str(spec), "--batch", "2016-06", "--engine", "local"]).exit_code in (
+        0,
+        1,
+    )
+    assert (folder / "driftline.db").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for command in (["history", "--check", "drift.prediction"], ["runs"], ["trend"]):
+        result = runner.invoke(app, [command[0], str(spec), *command[1:], "--json"])
+        assert result.exit_code == 0, (command, result.output)
+        assert "2016-06" in result.stdout or command[0] == "trend", (command, result.stdout)
+    assert not (elsewhere / "driftline.db").exists()

@@ -99,7 +99,10 @@ def test_failing_batch_alerts_slack_and_starts_retraining(
 
     retraining = summary["retraining"]
     assert retraining["error"] is None and retraining["flow_run_id"]
-    assert again["retraining"] == retraining
+    [incident] = retraining["incidents"]
+    assert again["retraining"] == {
+        "skipped": f"retraining already requested for incident {incident} at batch 2018-12"
+    }
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(retraining["flow_run_id"])
         assert flow_run.deployment_id == deployment_id

@@ -25,7 +25,7 @@ def result(check: str, target: str, severity: str = "none", **extra: object) -> 
     }
 
 
-def printed(results: list[dict], show_ok: bool = True) -> str:
+def printed(results: list[dict], show_ok: bool = True, **summary_fields: object) -> str:
     out = io.StringIO()
     summary = {
         "monitor": "m",
@@ -35,6 +35,7 @@ def printed(results: list[dict], show_ok: bool = True) -> str:
         "worst_severity": "high",
         "results": results,
         "stored": "sqlite",
+        **summary_fields,
     }
     print_summary(SafeConsole(file=out, width=200), summary, show_ok=show_ok)
     return out.getvalue()
@@ -57,7 +58,22 @@ def test_verdicts_are_listed_the_summary_counted_and_the_cause_named() -> None:
 
 def test_a_clean_batch_without_ok_rows_prints_no_empty_table() -> None:
     text = printed([result("drift.numeric", "AGE"), result("data.summary", "AGE")], show_ok=False)
-    assert "every one of 1 result(s) ok at severity none" in text
+    assert "1 result(s): 1 none; those at none not listed (--verbose lists them)" in text
     assert "┏" not in text and "check" not in text  # no table of headers alone
     shown = printed([result("drift.numeric", "AGE", "low")], show_ok=False)
-    assert "drift.numeric" in shown and "every one of" not in shown
+    assert "drift.numeric" in shown and "not listed" not in shown
+
+
+def test_the_counts_line_adds_up_severities_and_statuses_and_names_the_report() -> None:
+    results = [
+        result("drift.numeric", "A", "high"),
+        result("drift.numeric", "B", "low"),
+        result("drift.numeric", "C"),
+        result("drift.numeric", "D"),
+        result("drift.text", "E", status="skipped", reason="no text column"),
+        result("drift.numeric", "F", status="error", reason="boom"),
+    ]
+    text = printed(results, show_ok=False, report="/tmp/reports/m/b/report.html")
+    assert "6 result(s): 1 high, 1 low, 2 none, 1 error, 1 skipped; those at none not listed" in text
+    assert "report: /tmp/reports/m/b/report.html" in text
+    assert "│ C " not in text and "│ A " in text

@@ -140,3 +140,31 @@ def test_latest_results_default_to_the_newest_batch(history: Engine) -> None:
     assert latest_results(history, "m", "day0")[2]["metrics"] == pytest.approx({"auc": 0.9})
     assert latest_results(history, "m", "no-such-batch") == []
     assert latest_results(history, "nobody") == []
+
+
+def test_last_runs_keeps_the_newest_batches_of_the_monitor_only(history: Engine) -> None:
+    whole = read_history(history, "m")
+    newest_two = whole[whole["batch_time"] >= DAY0 + timedelta(days=1)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(read_history(history, "m", last_runs=2), newest_two)
+    assert read_history(history, "m", metric="auc", last_runs=1)["batch_id"].tolist() == ["day2"]
+    assert len(read_history(history, "m", last_runs=50)) == len(whole)
+    with pytest.raises(ValueError, match="at least 1"):
+        read_history(history, "m", last_runs=0)
+
+
+def test_last_runs_is_served_by_indexes_not_a_scan_of_every_result(tmp_path) -> None:
+    """On SQLite the bounded read looks the newest batches up by index and their rows by key."""
+    from sqlalchemy import text
+
+    from driftline.tasks.history.db import open_store
+    from driftline.tasks.history.query import RESULTS, newest_batches
+
+    engine = open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    newest = newest_batches("m", 5)
+    query = RESULTS.select().where(RESULTS.c.monitor == "m", RESULTS.c.batch_id.in_(newest))
+    compiled = query.compile(engine, compile_kwargs={"literal_binds": True})
+    with engine.connect() as conn:
+        plan = " | ".join(row[-1] for row in conn.execute(text(f"EXPLAIN QUERY PLAN {compiled}")))
+    assert "SCAN results" not in plan and "SCAN runs" not in plan, plan
+    assert "SEARCH results USING INDEX" in plan and "(monitor=? AND batch_id=?)" in plan, plan
+    assert "SEARCH runs USING INDEX ix_runs_monitor_time" in plan, plan

@@ -4,6 +4,7 @@ so performance and attribution run instead of being skipped."""
 
 from __future__ import annotations
 
+import runpy
 import textwrap
 from pathlib import Path
 
@@ -63,9 +64,8 @@ def test_the_model_fills_the_reference_s_declared_prediction_and_the_score(monit
     summary = run_monitor(load_spec(monitor), "b1", alerts=False, retrain=False)
     results = {(r.check, r.target): r for r in summary.results}
     batch = pd.read_parquet(monitor.parent / "batches" / "b1.parquet")
-    import credit_model  # the spec folder's module, importable once the run has loaded it
-
-    score = credit_model.build().predict_proba(batch[["a", "b"]])[:, 1]
+    build = runpy.run_path(str(monitor.parent / "credit_model.py"))["build"]  # the same code, run apart
+    score = build().predict_proba(batch[["a", "b"]])[:, 1]
     accuracy = results[("performance.overall", "accuracy")]
     assert accuracy.status == "ok"
     assert accuracy.metrics["current"] == pytest.approx(accuracy_score(batch["y"], batch["p"]))

@@ -113,7 +113,7 @@ def test_thread_isolation_gives_the_same_results_as_process_isolation(
 
 def test_retraining_command_runs_once_per_failing_batch(demo_data: Path, tmp_path: Path) -> None:
     """Without an orchestrator, a failing run starts the spec's command with the failure on stdin;
-    re-running the batch does not start it again."""
+    re-running the batch does not start it again (its incident has requested it)."""
     log = tmp_path / "retrain.jsonl"
     script = f"import sys; open({str(log)!r}, 'a').write(sys.stdin.read() + '\\n')"
     retrain = {"min_severity": "high", "command": [sys.executable, "-c", script]}
@@ -134,7 +134,10 @@ def test_retraining_command_runs_once_per_failing_batch(demo_data: Path, tmp_pat
     assert payload["spec_path"] == str(spec_path.resolve())
     assert {c["severity"] for c in payload["failing_checks"]} == {"high"}
     assert first.retraining["command"] == {"returncode": 0}
-    assert "skipped" in again.retraining["command"]
+    [incident] = first.retraining["incidents"]
+    assert again.retraining == {
+        "skipped": f"retraining already requested for incident {incident} at batch 2018-12"
+    }
     assert passing.retraining is None
 
 

@@ -81,7 +81,7 @@ def test_spool_keeps_records_until_written(tmp_path) -> None:
         raise ConnectionError("database down")
 
     with pytest.raises(ConnectionError):
-        replay_spool(failing, tmp_path, STORE, transient=(ConnectionError,))
+        replay_spool(failing, tmp_path, STORE, transient=lambda exc: isinstance(exc, ConnectionError))
     assert len(list(tmp_path.glob("*.json"))) == 2
     written = []
     assert replay_spool(written.append, tmp_path, STORE) == 2
@@ -100,7 +100,7 @@ def test_a_record_that_cannot_be_written_is_set_aside(tmp_path) -> None:
         written.append(record)
 
     written: list = []
-    assert replay_spool(write, tmp_path, STORE, transient=(ConnectionError,)) == 1
+    assert replay_spool(write, tmp_path, STORE, transient=lambda exc: isinstance(exc, ConnectionError)) == 1
     assert [r["batch_id"] for r in written] == ["good"]
     [rejected] = tmp_path.iterdir()
     assert rejected.name.startswith("m__bad__") and rejected.suffix == ".rejected"

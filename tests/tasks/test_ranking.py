@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from driftline.tasks.ranking import importance_text, known_check, model_level, ranked, stored_importance
+from driftline.checks import registry
+from driftline.tasks.ranking import importance_text, model_level, ranked, stored_importance
 
 
 def result(
@@ -63,9 +64,9 @@ def test_model_level_checks() -> None:
 
 
 def test_a_stored_check_name_that_looks_like_code_is_never_imported() -> None:
-    assert known_check("tests_never_imported_module:Check") is None
+    assert registry.known("tests_never_imported_module:Check") is None
     assert "tests_never_imported_module" not in sys.modules
-    assert known_check("drift.numeric") is not None and known_check("no.such_check") is None
+    assert registry.known("drift.numeric") is not None and registry.known("no.such_check") is None
 
 
 def test_stored_importance_is_read_and_shown_only_when_well_formed() -> None:

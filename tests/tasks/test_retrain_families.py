@@ -1,12 +1,13 @@
-"""Retraining starts on the model's failures, not on broken data: by default results of the
-data-quality families (schema, abnormal, expectations, text) never start it; `retrain.on` names the
-families or checks that may; the CLI says what each action did."""
+"""Retraining starts on the model's failures: by default only results of the performance family start
+it, never broken data nor drifted predictions alone; `retrain.on` names the families or checks that
+may; the CLI says what each action did."""
 
 from __future__ import annotations
 
 from driftline.checks.result import CheckResult
 from driftline.flows.render import format_retraining
-from driftline.tasks.pipeline import RunSummary, retraining_failures
+from driftline.tasks.pipeline import RunSummary
+from driftline.tasks.retrain_trigger import retraining_failures
 from driftline.tasks.spec import RetrainSpec
 
 
@@ -22,10 +23,18 @@ def test_a_batch_failing_on_data_quality_alone_is_not_retrained() -> None:
     assert retraining_failures(RetrainSpec(command=["true"]), summary(*BUG_BATCH)) == []
 
 
-def test_model_failures_start_retraining_worst_first_without_the_data_quality_ones() -> None:
-    run = summary(*BUG_BATCH, ("drift.prediction", "medium"), ("performance.overall", "high"))
+def test_performance_failures_start_retraining_worst_first_and_drift_alone_does_not() -> None:
+    run = summary(
+        *BUG_BATCH,
+        ("drift.prediction", "high"),
+        ("subset.auc", "high"),
+        ("performance.estimated", "medium"),
+        ("performance.overall", "high"),
+    )
     found = retraining_failures(RetrainSpec(command=["true"], min_severity="medium"), run)
-    assert [r.check for r in found] == ["performance.overall", "drift.prediction"]
+    assert [r.check for r in found] == ["performance.overall", "performance.estimated"]
+    drift_only = summary(*BUG_BATCH, ("drift.prediction", "high"), ("drift.numeric", "high"))
+    assert retraining_failures(RetrainSpec(command=["true"]), drift_only) == []
 
 
 def test_retrain_on_names_the_families_or_checks_that_may_start_it() -> None:
@@ -42,6 +51,8 @@ def test_retrain_on_names_the_families_or_checks_that_may_start_it() -> None:
 def test_the_cli_line_says_what_each_action_did() -> None:
     assert format_retraining({"command": {"returncode": 0}}) == "command: ran, exit 0"
     assert format_retraining({"webhook": {"status": 202}}) == "webhook: called, HTTP 202"
+    once = {"command": {"returncode": 0}, "incidents": [12, 14]}
+    assert format_retraining(once) == "command: ran, exit 0 (for incidents 12, 14)"
     skipped = {"command": {"skipped": "already started for this batch and reference"}}
     assert (
         format_retraining(skipped) == "command: not run again (already started for this batch and reference)"

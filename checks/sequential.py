@@ -1,0 +1,138 @@
+"""Evidence that accumulates: one metric's per-batch p-values of no change, summed over the recent
+batches graded against the same reference, so a change too small for one batch is proven by several.
+
+Each batch's one-sided p-value becomes a score z = Φ⁻¹(1 − p) (clipped to ±`Z_CLIP`, so one wild
+batch, which the per-batch grade already judges, cannot carry a window alone). A window of the last
+w scores sums to S_w, whose no-change variance is w·φ²·(1 − ρ) + w²·ρ: every batch is compared with
+the same reference, so the scores share its sampling error (correlation ρ = n / (n + m)), and real
+batches vary more than sampling noise (overdispersion φ² ≥ 1, estimated from first differences, in
+which the shared term and a slow trend cancel). A window claims a sustained change when
+Z_w = S_w / sd(S_w) reaches the level of the monitor's false-alarm budget and the window's mean
+excess effect is large enough to matter. Pure numpy and scipy: no history store here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from driftline.checks.evidence import Evidence
+
+WINDOWS: tuple[int, ...] = (2, 4, 8, 16)
+Z_CLIP = 4.0
+P_CLIP = 1e-12
+# Earlier batches needed before any window is tested, and before φ is estimated rather than 1.
+MIN_EARLIER = 2
+MIN_EARLIER_FOR_PHI = 8
+MAD_NORMAL = 1.4826
+# Mean of the Kolmogorov distribution: the no-change mean of a KS distance is this times its scale.
+KOLMOGOROV_MEAN = math.sqrt(math.pi / 2) * math.log(2)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A window that proves a sustained change: its length, Z_w and the level it reached, the mean
+    excess effect over it, and the φ and ρ its variance used."""
+
+    window: int
+    z: float
+    level: float
+    mean_excess: float
+    phi: float
+    rho: float
+
+
+def scores(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """z = Φ⁻¹(1 − p) of each p-value, p clipped into [1e-12, 1 − 1e-12] and z into ±`Z_CLIP`."""
+    p = np.clip(np.asarray(p_values, dtype=float), P_CLIP, 1.0 - P_CLIP)
+    return np.clip(-special.ndtri(p), -Z_CLIP, Z_CLIP)
+
+
+def shared_correlation(rows: float, reference_rows: float) -> float:
+    """ρ = n / (n + m): the correlation of two batches' scores through the reference they share."""
+    if not rows > 0 or not reference_rows > 0:
+        return 0.0
+    return float(rows / (rows + reference_rows))
+
+
+def overdispersion(earlier: Sequence[float] | np.ndarray, rho: float) -> float:
+    """φ ≥ 1 from the scores of the earlier batches (oldest first): the robust variance of their first
+    differences (MAD around the median difference, so a linear trend and one jump do not count) is
+    2·φ²·(1 − ρ), the shared reference term cancelling. 1 with fewer than 8 earlier scores."""
+    z = np.asarray(earlier, dtype=float)
+    if len(z) < MIN_EARLIER_FOR_PHI:
+        return 1.0
+    diffs = np.diff(z)
+    mad = float(np.median(np.abs(diffs - np.median(diffs))))
+    batch_variance = (MAD_NORMAL * mad) ** 2 / 2
+    return math.sqrt(max(1.0, batch_variance / max(1.0 - rho, 1e-12)))
+
+
+def window_variance(window: int, phi: float, rho: float) -> float:
+    """No-change variance of the sum of `window` scores: w·φ²·(1 − ρ) + w²·ρ."""
+    return window * phi * phi * (1.0 - rho) + window * window * rho
+
+
+def window_statistic(z: Sequence[float] | np.ndarray, window: int, phi: float, rho: float) -> float:
+    """Z_w of the last `window` scores: their sum over its no-change standard deviation."""
+    recent = np.asarray(z, dtype=float)[-window:]
+    return float(recent.sum() / math.sqrt(window_variance(window, phi, rho)))
+
+
+def sustained_level(expected_run_length: float, tests: int, windows: int = len(WINDOWS)) -> float:
+    """The Z_w a window must reach: Φ⁻¹(1 − α / (tests · windows)) with α = 1 / expected_run_length,
+    so that by the union bound a clean run claims anything with probability at most α."""
+    alpha = 1.0 / expected_run_length
+    return float(-special.ndtri(alpha / (max(tests, 1) * windows)))
+
+
+def no_change_mean(evidence: Evidence) -> float:
+    """What the estimate averages when nothing changed: 0 (normal), scale·df (scaled χ²), or the
+    Kolmogorov mean times the scale."""
+    if evidence.noise == "scaled_chi2":
+        return evidence.scale * evidence.df
+    if evidence.noise == "kolmogorov":
+        return KOLMOGOROV_MEAN * evidence.scale
+    return 0.0
+
+
+def excess(evidence: Evidence) -> float:
+    """The estimate minus its no-change mean, signed so that positive is worse."""
+    if not math.isfinite(evidence.scale):
+        return math.nan
+    beyond = evidence.estimate - no_change_mean(evidence)
+    return beyond if evidence.higher_is_worse else -beyond
+
+
+def strongest_claim(
+    z: Sequence[float] | np.ndarray,
+    excesses: Sequence[float] | np.ndarray,
+    *,
+    rho: float,
+    level: float,
+    min_excess: float,
+    windows: Sequence[int] = WINDOWS,
+) -> Claim | None:
+    """The firing window with the largest Z_w, or None. `z` holds clipped scores oldest first, this
+    batch last; `excesses` the matching excess effects (NaN where unknown, left out of the mean). A
+    window fires when it is full, Z_w ≥ `level` and its mean excess reaches `min_excess`; none is
+    tested before `MIN_EARLIER` earlier batches exist."""
+    z = np.asarray(z, dtype=float)
+    excesses = np.asarray(excesses, dtype=float)
+    if len(z) < MIN_EARLIER + 1:
+        return None
+    phi = overdispersion(z[:-1], rho)
+    best: Claim | None = None
+    for window in windows:
+        if window > len(z):
+            continue
+        statistic = window_statistic(z, window, phi, rho)
+        known = excesses[-window:][np.isfinite(excesses[-window:])]
+        mean_excess = float(known.mean()) if len(known) else math.nan
+        if statistic >= level and mean_excess >= min_excess and (best is None or statistic > best.z):
+            best = Claim(window, statistic, level, mean_excess, phi, rho)
+    return best

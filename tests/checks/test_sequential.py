@@ -1,0 +1,157 @@
+"""Evidence over time (`checks.sequential`), pinned by seeded simulations of batches compared with one
+shared reference: the window statistic's null law, the false-claim rate against its budget, the
+overdispersion estimate, and how much earlier than the per-batch grade a slow ramp is claimed."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from driftline.checks import sequential as sq
+from driftline.checks.evidence import kolmogorov, normal, per_test_confidence
+from driftline.checks.result import severity_for
+
+# Batches of n rows against a reference of m rows: a standardised mean compared with the reference's.
+N, M = 1000, 6000
+SE = math.sqrt(1 / N + 1 / M)
+
+
+def simulated_scores(
+    rng: np.random.Generator, series: int, batches: int, tau: float = 0.0, drift: np.ndarray | None = None
+) -> np.ndarray:
+    """Scores of `series` independent targets over `batches` batches, each batch's mean against one
+    reference mean per target (the shared term), with extra batch-to-batch variation `tau` and a
+    mean `drift` per batch; the p-values are the normal ones the per-batch grade computes."""
+    reference = rng.normal(0, math.sqrt(1 / M), (series, 1))
+    means = rng.normal(0, math.sqrt(1 / N + tau**2), (series, batches))
+    if drift is not None:
+        means = means + drift
+    return sq.scores(stats.norm.sf((means - reference) / SE))
+
+
+def test_scores_are_the_normal_quantile_clipped() -> None:
+    p = np.array([0.5, 0.025, 0.9, 1e-20, 1.0, 0.0])
+    z = sq.scores(p)
+    assert z[:3] == pytest.approx(stats.norm.isf(p[:3]), rel=1e-12)
+    assert z[3] == z[5] == sq.Z_CLIP and z[4] == -sq.Z_CLIP
+
+
+def test_with_independent_scores_the_window_statistic_is_standard_normal() -> None:
+    """ρ = 0, φ = 1: Z_w of i.i.d. N(0, 1) scores has mean 0 and SD 1 for every window."""
+    z = np.random.default_rng(7).standard_normal((20_000, 16))
+    for window in sq.WINDOWS:
+        values = np.array([sq.window_statistic(row, window, 1.0, 0.0) for row in z])
+        assert abs(values.mean()) < 0.03
+        assert values.std() == pytest.approx(1.0, abs=0.03)
+
+
+def test_the_shared_reference_variance_matches_a_simulation() -> None:
+    """Var(S_w) = w(1 − ρ) + w²ρ for scores of batches compared with one reference (φ = 1)."""
+    rho = sq.shared_correlation(N, M)
+    assert rho == pytest.approx(N / (N + M))
+    z = simulated_scores(np.random.default_rng(3), 20_000, 16)
+    for window in sq.WINDOWS:
+        sums = z[:, -window:].sum(axis=1)
+        assert sums.var() == pytest.approx(sq.window_variance(window, 1.0, rho), rel=0.05)
+
+
+def false_claim_rate(rng: np.random.Generator, runs: int, targets: int, rho: float, level: float) -> float:
+    """Share of clean runs (16 earlier batches and this one per target) in which any target claims."""
+    fired = 0
+    for _ in range(runs):
+        z = simulated_scores(rng, targets, 17)
+        fired += any(sq.strongest_claim(row, np.zeros(17), rho=rho, level=level, min_excess=0.0) for row in z)
+    return fired / runs
+
+
+def test_clean_runs_stay_within_the_false_claim_budget() -> None:
+    """Per-run budget 0.01 over 20 targets × 4 windows: at most 1.5% of 2,000 clean runs claim a
+    change (the union bound allows 1%); ignoring the shared reference (ρ = 0) breaks it."""
+    level = sq.sustained_level(100, 20)
+    assert level == pytest.approx(stats.norm.isf(0.01 / 80))
+    rng = np.random.default_rng(11)
+    assert false_claim_rate(rng, 2000, 20, sq.shared_correlation(N, M), level) <= 0.015
+    assert false_claim_rate(rng, 200, 20, 0.0, level) > 0.1
+
+
+def test_overdispersion_recovers_the_extra_batch_variation() -> None:
+    """Batch means varying by an extra N(0, τ²) give φ = sqrt(1 + τ² / σ²), σ² = 1/n the sampling
+    variance; the median estimate over 400 histories of 16 batches is within 15%."""
+    rho = sq.shared_correlation(N, M)
+    tau = math.sqrt(1.25 / N)
+    truth = math.sqrt(1 + tau**2 * N)
+    z = simulated_scores(np.random.default_rng(5), 400, 16, tau=tau)
+    estimates = [sq.overdispersion(row, rho) for row in z]
+    assert np.median(estimates) == pytest.approx(truth, rel=0.15)
+
+
+def test_a_slow_ramp_does_not_inflate_its_own_noise() -> None:
+    """First differences centred on their median cancel a linear trend: φ stays 1 on a clean ramp."""
+    drift = 0.007 * np.arange(1, 17)
+    z = simulated_scores(np.random.default_rng(6), 400, 16, drift=drift)
+    assert np.median([sq.overdispersion(row, sq.shared_correlation(N, M)) for row in z]) < 1.1
+
+
+def test_fewer_than_eight_earlier_scores_keep_phi_at_one() -> None:
+    assert sq.overdispersion(np.array([4.0, -4.0, 4.0, -4.0, 4.0, -4.0, 4.0]), 0.1) == 1.0
+    assert sq.overdispersion(np.array([0.0, 2, -1, 3, -2, 1, -3, 2]), 0.0) == pytest.approx(
+        1.4826 * 3 / math.sqrt(2)
+    )
+
+
+def test_a_linear_ramp_is_claimed_earlier_than_the_per_batch_grade_reaches_low() -> None:
+    """A mean growing by 0.007 SD a batch (thresholds 0.05, 0.1, 0.15): with 30 graded metrics at
+    confidence 0.99, one batch first reaches `low` around batch 21 (and pages, at `medium`, after
+    30); the sustained layer at 1 false page per 1,000 runs claims it around batch 14."""
+    rng = np.random.default_rng(21)
+    rho, thresholds = sq.shared_correlation(N, M), (0.05, 0.1, 0.15)
+    level, per_batch = sq.sustained_level(1000, 30), per_test_confidence(0.99, 30)
+    drift = 0.007 * np.arange(1, 41)
+    sustained, graded = [], []
+    for _ in range(200):
+        reference = rng.normal(0, math.sqrt(1 / M))
+        change = rng.normal(drift, math.sqrt(1 / N)) - reference
+        z = sq.scores(stats.norm.sf(change / SE))
+        claims = (
+            sq.strongest_claim(z[: t + 1], change[: t + 1], rho=rho, level=level, min_excess=0.25 * 0.05)
+            for t in range(40)
+        )
+        sustained.append(next((t + 1 for t, c in enumerate(claims) if c is not None), 99))
+        bounds = [normal(c, SE).bound(per_batch) for c in change]
+        graded.append(
+            next((t + 1 for t, b in enumerate(bounds) if severity_for(b, thresholds) != "none"), 99)
+        )
+    assert 12 <= np.median(sustained) <= 16
+    assert 19 <= np.median(graded) <= 23
+    assert np.mean(np.array(sustained) < np.array(graded)) > 0.9
+
+
+def test_the_effect_gate_holds_back_a_tiny_but_certain_change() -> None:
+    """Z far above the level, but a mean excess below min_excess: no claim."""
+    z = np.full(16, 3.5)
+    assert sq.strongest_claim(z, np.full(16, 0.001), rho=0.1, level=4.0, min_excess=0.01) is None
+    claim = sq.strongest_claim(z, np.full(16, 0.02), rho=0.1, level=4.0, min_excess=0.01)
+    assert claim is not None and claim.mean_excess == pytest.approx(0.02)
+    assert claim.z == pytest.approx(
+        3.5 * claim.window / math.sqrt(sq.window_variance(claim.window, 1.0, 0.1))
+    )
+
+
+def test_two_earlier_batches_are_needed_and_one_wild_batch_does_not_claim() -> None:
+    assert sq.strongest_claim([4.0, 4.0], [1.0, 1.0], rho=0.0, level=1.0, min_excess=0.0) is None
+    one_wild = sq.scores([0.5, 0.5, 0.5, 1e-30])
+    assert sq.strongest_claim(one_wild, np.ones(4), rho=0.0, level=3.0, min_excess=0.0) is None
+
+
+def test_excess_subtracts_each_noise_models_no_change_mean() -> None:
+    """Checked against the noise laws: E[scale·χ²(df)] = scale·df, E[K] = sqrt(π/2)·ln 2."""
+    draws = stats.kstwobign.rvs(size=200_000, random_state=np.random.default_rng(4))
+    assert draws.mean() == pytest.approx(sq.KOLMOGOROV_MEAN, rel=0.01)
+    ks = kolmogorov(0.1, 1000, 6000)
+    assert sq.excess(ks) == pytest.approx(0.1 - stats.kstwobign.mean() * ks.scale)
+    assert sq.excess(normal(-0.03, 0.01, higher_is_worse=False)) == pytest.approx(0.03)
+    chi2 = sq.Evidence(0.05, "scaled_chi2", 0.001, 9.0)
+    assert sq.excess(chi2) == pytest.approx(0.05 - stats.chi2(9.0, scale=0.001).mean())

@@ -1,0 +1,173 @@
+"""The history read of evidence over time (`tasks.history.accumulation`): which earlier batches count,
+what each gives, the bounded query, and a store that cannot be read."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from scipy import stats
+from sqlalchemy import Engine, event
+
+from driftline.checks.evidence import Evidence, grade_results, normal
+from driftline.checks.result import CheckResult
+from driftline.tasks.alerts.config import SustainedConfig
+from driftline.tasks.history.accumulation import (
+    HISTORY_RUNS,
+    accumulate_evidence,
+    accumulating,
+    read_earlier,
+)
+from driftline.tasks.history.db import open_store
+from driftline.tasks.history.store import record_run, start_run
+
+START = datetime(2024, 1, 1, tzinfo=UTC)
+SE = 0.01
+
+
+def graded(estimate: float, check: str = "drift.label", target: str = "employed") -> CheckResult:
+    """A graded result of one normal-evidence metric, as a run grades it."""
+    result = CheckResult(
+        check,
+        target,
+        metrics={"share_change": estimate},
+        thresholds={"share_change": [0.015, 0.03, 0.06]},
+        rows=1000,
+        evidence={"share_change": normal(estimate, SE).to_dict()},
+    )
+    return grade_results([result])[0]
+
+
+def store_batch(
+    engine: Engine, day: int, estimate: float, reference: str = "A", status: str = "passed"
+) -> str:
+    batch_id = (START + timedelta(days=day)).date().isoformat()
+    record_run(
+        engine,
+        monitor="m",
+        batch_id=batch_id,
+        batch_time=START + timedelta(days=day),
+        results=[graded(estimate), graded(0.5, target="other")],
+        status=status,
+        worst_severity="none",
+        rows=1000,
+        details={"reference_rows": 6000, "reference_hash": reference},
+    )
+    return batch_id
+
+
+def earlier_of(engine: Engine, day: int, reference: str = "A") -> list[Any]:
+    batch_id = (START + timedelta(days=day)).date().isoformat()
+    current = graded(0.0)
+    return read_earlier(
+        engine, "m", batch_id, START + timedelta(days=day), reference, accumulating([current])
+    )
+
+
+def test_the_history_is_the_last_runs_against_this_reference_up_to_a_change(store: Engine) -> None:
+    """Only completed runs before this batch count, at most `HISTORY_RUNS`, newest back to the first
+    run graded against another reference; each gives its p-value and its excess effect."""
+    ids = [store_batch(store, day, 0.001 * day) for day in range(20)]
+    assert [e.batch_id for e in earlier_of(store, 30)] == ids[-HISTORY_RUNS:]
+    store_batch(store, 20, 0.1, reference="B")
+    after = [store_batch(store, day, 0.02) for day in (21, 22, 23)]
+    store_batch(store, 24, 0.02, status="error")
+    start_run(store, monitor="m", batch_id="2024-01-26", batch_time=START + timedelta(days=25))
+    store_batch(store, 27, 0.02)  # later than this batch
+    earlier = earlier_of(store, 26)
+    assert [e.batch_id for e in earlier] == after
+    p, effect = earlier[0].point(accumulating([graded(0.0)])[0])
+    assert p == pytest.approx(stats.norm.sf(0.02 / SE))
+    assert effect == pytest.approx(0.02)
+    assert earlier_of(store, 26, reference="B") == []
+
+
+def test_re_running_a_batch_leaves_it_out_of_its_own_history(store: Engine) -> None:
+    ids = [store_batch(store, day, 0.0) for day in range(4)]
+    assert [e.batch_id for e in earlier_of(store, 3)] == ids[:3]
+
+
+def test_the_read_is_served_by_the_indexes() -> None:
+    """SQLite's plan of the one query: the runs by ix_runs_monitor_time, the results of those (at most
+    16) batches by their unique key (monitor, batch id, check, ...), never a scan of either table."""
+    engine = open_store("sqlite://")
+    plans: list[str] = []
+
+    def explain(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "results" in statement:
+            plans.extend(row[-1] for row in cursor.execute(f"EXPLAIN QUERY PLAN {statement}", parameters))
+
+    event.listen(engine, "before_cursor_execute", explain)
+    try:
+        earlier_of(engine, 5)
+    finally:
+        engine.dispose()
+    assert "SEARCH runs USING INDEX ix_runs_monitor_time (monitor=? AND batch_time<?)" in plans
+    assert any(p.startswith("SEARCH results USING INDEX") and "monitor=? AND batch_id=?" in p for p in plans)
+    assert not any(p.startswith(("SCAN runs", "SCAN results")) for p in plans), plans
+
+
+def context(url: str, **config: Any) -> Any:
+    spec = SimpleNamespace(name="m", alerts=SimpleNamespace(sustained=SustainedConfig(**config)))
+    return SimpleNamespace(spec=spec, database_url=url, driver=SimpleNamespace(logger=logging.getLogger("t")))
+
+
+def test_a_store_that_cannot_be_read_skips_the_layer_with_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    results = [graded(0.05)]
+    before = [r.to_dict() for r in results]
+    ran = SimpleNamespace(batch_id="b", batch_time=START, rows=1000, results=results)
+    prepared = SimpleNamespace(frame=range(6000), content_hash="A")
+    url = "postgresql+psycopg://nobody:secret@127.0.0.1:1/none"
+    with caplog.at_level(logging.WARNING):
+        accumulate_evidence(context(url), ran, prepared, results)
+    assert [r.to_dict() for r in results] == before
+    assert len(caplog.records) == 1 and "evidence over time skipped" in caplog.records[0].getMessage()
+    assert "secret" not in caplog.records[0].getMessage()
+
+
+def test_a_claim_raises_the_result_and_says_why(store: Engine, database_url: str) -> None:
+    """Four batches of a change of 0.02 (two standard errors each): no one batch proves it at the run's
+    level, together they do; the result is raised to the sustained severity and says so."""
+    for day in range(3):
+        store_batch(store, day, 0.02)
+    results = [graded(0.02)]
+    assert results[0].severity == "none"
+    ran = SimpleNamespace(batch_id="2024-01-04", batch_time=START + timedelta(days=3), rows=1000)
+    prepared = SimpleNamespace(frame=range(1_000_000), content_hash="A")
+    accumulate_evidence(context(database_url, expected_run_length=100), ran, prepared, results)
+    result = results[0]
+    claim = result.details["sustained"]
+    rho = 1000 / 1_001_000
+    z = stats.norm.isf(stats.norm.sf(2.0))
+    assert claim["window"] == 4 and claim["z"] == pytest.approx(4 * z / (4 * (1 - rho) + 16 * rho) ** 0.5)
+    assert claim["level"] == pytest.approx(stats.norm.isf(0.01 / 4))
+    assert claim["batches"] == ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+    assert (claim["phi"], claim["rho"]) == (1.0, pytest.approx(rho))
+    assert result.severity == "medium" and result.metrics["share_change_sustained_z"] == claim["z"]
+    assert result.reason.endswith(
+        "; over the last 4 batches, share_change of employed stayed above its reference level (mean "
+        "excess 0.02, z 4.0 ≥ 2.8 for 1 false page per 100 runs over 1 metric × 4 windows)"
+    )
+    assert Evidence.from_dict(result.evidence["share_change"]).estimate == 0.02
+
+
+def test_the_documented_configuration_is_the_default_and_loads() -> None:
+    """The `alerts.sustained` example of docs/grading.md validates, and states the defaults."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from driftline.tasks.alerts.config import AlertConfig
+
+    doc = (Path(__file__).parents[2] / "docs" / "grading.md").read_text()
+    (example,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, re.S) if "sustained:" in b]
+    config = AlertConfig(**yaml.safe_load(example)["alerts"])
+    assert config.sustained == AlertConfig().sustained == SustainedConfig()
+    with pytest.raises(ValueError, match="expected_run_length"):
+        AlertConfig(sustained={"expected_run_length": 1})
