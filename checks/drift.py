@@ -6,9 +6,9 @@ low/medium/high, except `drift.label`, which grades the largest change of a clas
 or the Kolmogorov–Smirnov statistic and the changes of the mean, median and 90th percentile (a
 numeric label, `checks.label_location`). Grades are taken on confidence bounds
 (`checks.evidence`): the PSI's no-change noise is simulated at the batch's and the reference's sizes
-(`checks.binning.psi_evidence`), a share change has the Agresti–Caffo standard error, the KS
-statistic the Kolmogorov distribution; other statistics (KS and Wasserstein of features, chi-square)
-are reported, not graded.
+(`checks.binning.psi_evidence`), a share change `checks.evidence.rate_change` as the best of every
+class's rise and fall, the KS statistic the Kolmogorov distribution; other statistics (KS and
+Wasserstein of features, chi-square) are reported, not graded.
 
 Each target (a feature, the label, the score) gets its own result; a target that cannot be computed
 gets an `error` or `skipped` result naming the column while the others go on. Nulls and NaN are
