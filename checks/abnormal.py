@@ -10,7 +10,7 @@ failing rows. The concrete checks live in `abnormal_values` (numeric), `abnormal
 A clean batch has abnormal rows too (a value the reference happened not to hold, a row beyond its
 extremes), so the tabular checks (`RateCheck`) grade `failing_rate_increase`: the batch's failing
 rate minus the rate a clean batch shows, estimated from the reference by each check, on its
-confidence bound (`checks.evidence.proportion_change`).
+confidence bound (`checks.evidence.rate_change`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from driftline.checks.base import Metric
 from driftline.checks.binning import ImpactRows, ImpactSums, RowGroups, encode
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
-from driftline.checks.evidence import Evidence, proportion_change
+from driftline.checks.evidence import Evidence, rate_change
 from driftline.checks.mergeable import Mergeable
 from driftline.checks.registry import register
 from driftline.checks.result import THRESHOLD_TOLERANCE, CheckResult, worst_severity
@@ -39,7 +39,10 @@ IMPACT = "model_impact"
 DEFAULT_THRESHOLDS: dict[str, tuple[float, ...]] = {FAILING_SHARE: (0.01, 0.05), IMPACT: (0.05, 0.1)}
 # Thresholds of a rate's increase over a clean batch's rate (low, medium, high), in rate units.
 RATE_THRESHOLDS = (0.001, 0.01, 0.05)
-RATE_UNCERTAINTY = "normal: Agresti–Caffo standard error of the difference of two proportions"
+RATE_UNCERTAINTY = (
+    "normal: Agresti–Caffo standard error of the difference of two proportions, never below the "
+    "no-change one, plus Yates's continuity correction (rate_change)"
+)
 # Below this many batch rows a rate says nothing: the rate-graded checks are skipped.
 MIN_RATE_ROWS = 10
 
@@ -363,7 +366,7 @@ class RateCheck(AbnormalCheck):
         """The failing rate's increase over the clean rate (which `details.clean_rate` reports)."""
         hits, rows = profile["clean"]
         details["clean_rate"] = hits / rows
-        return {FAILING_RATE_INCREASE: proportion_change(failing_rows, usable_rows, hits, rows)}
+        return {FAILING_RATE_INCREASE: rate_change(failing_rows, usable_rows, hits, rows)}
 
 
 def first_failing_ids(frame: pd.DataFrame, failing: np.ndarray, columns: Columns, cap: int) -> list[Any]:
@@ -491,7 +494,7 @@ class NullRate(RateCheck):
     ) -> dict[str, Evidence]:
         reference_rows = profile["rows"]
         return {
-            f"{kind}_rate_increase": proportion_change(
+            f"{kind}_rate_increase": rate_change(
                 details[f"{kind}_rows"], usable_rows, profile[f"{kind}_rate"] * reference_rows, reference_rows
             )
             for kind in ("null", "inf")

@@ -3,11 +3,12 @@
 Every check here grades the population stability index (PSI, defined in `checks.binning`: add-one
 smoothing by default, `smoothing=0` for the plain formula) with thresholds (0.1, 0.2, 0.3) for
 low/medium/high, except `drift.label`, which grades the largest change of a class share (classes)
-or the Kolmogorov–Smirnov statistic (a numeric label). Grades are taken on confidence bounds
+or the Kolmogorov–Smirnov statistic and the changes of the mean, median and 90th percentile (a
+numeric label, `checks.label_location`). Grades are taken on confidence bounds
 (`checks.evidence`): the PSI's no-change noise is simulated at the batch's and the reference's sizes
-(`checks.binning.psi_evidence`), a share change has the Agresti–Caffo standard error, the KS
-statistic the Kolmogorov distribution; other statistics (KS and Wasserstein of features, chi-square)
-are reported, not graded.
+(`checks.binning.psi_evidence`), a share change `checks.evidence.rate_change` as the best of every
+class's rise and fall, the KS statistic the Kolmogorov distribution; other statistics (KS and
+Wasserstein of features, chi-square) are reported, not graded.
 
 Each target (a feature, the label, the score) gets its own result; a target that cannot be computed
 gets an `error` or `skipped` result naming the column while the others go on. Nulls and NaN are
@@ -53,7 +54,8 @@ from driftline.checks.binning import (
 )
 from driftline.checks.columns import Columns, identifier_note, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
-from driftline.checks.evidence import Evidence, kolmogorov, proportion_change
+from driftline.checks.evidence import Evidence, best_of, kolmogorov, rate_change
+from driftline.checks.label_location import LabelSketch, location_metrics
 from driftline.checks.mergeable import Mergeable
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
@@ -82,9 +84,9 @@ SHARE_METRIC = Metric(
     (0.015, 0.03, 0.06),
     change="largest absolute change of a class's share of the labels (batch share − reference share)",
     uncertainty=(
-        "normal, with the Agresti–Caffo standard error of the difference of the class's two shares; "
-        "the class is the one that moved most, and its one-sided bound holds at the thresholds, which "
-        "lie far above the noise"
+        "normal, with the Agresti–Caffo standard error of the difference of the class's two shares, "
+        "graded as the best of every class's rise and fall (two for a binary label): the class and "
+        "the side are chosen by the batch"
     ),
     figure="distribution",
 )
@@ -576,18 +578,26 @@ def class_labels(values: pd.Series) -> pd.Series:
 def share_change(summary: CategoryCounts, counts: pd.Series) -> tuple[Evidence, dict[str, Any]]:
     """The class whose share of the labels moved most (the unseen classes pooled; on a tie, as a binary
     label's two classes always are, the one that rose), with the evidence of the absolute change: the
-    rise of its share, or of the other classes' together when it fell."""
+    rise of its share, or of the other classes' together when it fell, graded as the best of every
+    class's rise and fall (`share_tests`), since the class and the side are read off the batch."""
     ref, cur, _, _ = summary.align(counts)
     change = cur / cur.sum() - ref / ref.sum()
     k = max(range(len(change)), key=lambda i: (round(abs(change[i]), 12), change[i]))
     hits, ref_hits = (cur[k], ref[k]) if change[k] >= 0 else (cur.sum() - cur[k], ref.sum() - ref[k])
-    evidence = proportion_change(float(hits), int(cur.sum()), float(ref_hits), int(ref.sum()))
+    rise = rate_change(float(hits), int(cur.sum()), float(ref_hits), int(ref.sum()))
+    evidence = best_of(rise.estimate, rise.scale, share_tests(len(change)))
     details = {
         "changed_class": [*summary.categories, UNSEEN][k],
         "reference_share": float(ref[k] / ref.sum()),
         "current_share": float(cur[k] / cur.sum()),
     }
     return evidence, details
+
+
+def share_tests(classes: int) -> int:
+    """How many one-sided changes the largest share change is the best of: each class's rise and fall,
+    two for a binary label (one class's rise is the other's fall)."""
+    return 2 if classes <= 2 else 2 * classes
 
 
 @dataclass(kw_only=True)
@@ -618,26 +628,45 @@ class _LabelDistribution(_DistributionDrift):
 @dataclass(kw_only=True)
 class LabelDrift(_LabelDistribution):
     """Label drift: the largest change of a class's share of the labels (classification), or the
-    two-sample Kolmogorov–Smirnov distance of a numeric label (regression); PSI reported alongside.
+    two-sample Kolmogorov–Smirnov distance and the changes of the mean, median and 90th percentile of
+    a numeric label (regression); PSI reported alongside.
 
     A binary label's share change is its rate's change (a default rate going from 0.219 to 0.281 is
     0.062). Thresholds in share units, 0.015 / 0.03 / 0.06 (1.5, 3 and 6 percentage points): a rate
     moving by 3 points (0.219 to 0.249, a seventh more defaults) shifts the average a model calibrated
     on the reference should predict by as much, and 6 points is a new regime. A KS distance of a 0/1
     label equals its share change, so the KS thresholds 0.1 / 0.2 / 0.3 were 10 to 30 points.
+
+    A numeric label's mean, median and 90th percentile changes are in reference standard deviations,
+    either way, thresholds 0.1 / 0.25 / 0.5 (`checks.label_location`): a KS distance alone misses a
+    mean that moves with the shape kept, and says nothing of how far.
     """
 
     name: ClassVar[str] = "drift.label"
     declared_metrics: ClassVar[Mapping[str, Metric]] = {
         "share_change": SHARE_METRIC,
         "ks_statistic": KS_METRIC,
+        **location_metrics(),
     }
 
-    def compare(
-        self, summary: NumericSketch | CategoryCounts, part: TargetPartial, target: str
-    ) -> Comparison:
+    def summarise(self, values: pd.Series, target: str, columns: Columns) -> LabelSketch | CategoryCounts:
+        summary = super().summarise(values, target, columns)
+        if isinstance(summary, CategoryCounts):
+            return summary
+        return LabelSketch.of(summary, present_values(values, target)[0])
+
+    def keeps_values(self) -> bool:
+        return True
+
+    def compare(self, summary: LabelSketch | CategoryCounts, part: TargetPartial, target: str) -> Comparison:
         if isinstance(summary, NumericSketch):
-            return self.compare_numeric(summary, part, target, frozenset({"ks"}))
+            comparison = self.compare_numeric(summary, part, target, frozenset({"ks"}))
+            metrics, details, evidence = summary.location(part.values)
+            return Comparison(
+                {**comparison.metrics, **metrics},
+                {**comparison.details, **details},
+                {**comparison.evidence, **evidence},
+            )
         comparison = self.compare_categories(summary, part.counts, target)
         evidence, details = share_change(summary, part.counts.counts)
         return Comparison(

@@ -29,6 +29,10 @@ from driftline.checks.result import SEVERITIES, CheckResult, format_number, seve
 DEFAULT_CONFIDENCE = 0.99
 NOISES = ("normal", "scaled_chi2", "kolmogorov")
 NULL_DRAWS = 400
+# `best_of`: its bounds hold at per-test levels from this one up (every run at the default confidence
+# grades at or above it), and its p-values are exact up to this largest value.
+BEST_OF_LEVEL = DEFAULT_CONFIDENCE
+BEST_OF_MAX_P = 0.4
 # `split_evidence` draws at most this many cells at a time (draws x cells), about 16 MB a count array.
 SPLIT_CHUNK_CELLS = 2_000_000
 
@@ -177,6 +181,40 @@ def proportion_change(
     adj, ref_adj = (hits + 1) / (rows + 2), (reference_hits + 1) / (reference_rows + 2)
     se = math.sqrt(adj * (1 - adj) / (rows + 2) + ref_adj * (1 - ref_adj) / (reference_rows + 2))
     return normal(rate - ref_rate, se, higher_is_worse)
+
+
+def rate_change(
+    hits: float, rows: int, reference_hits: float, reference_rows: int, higher_is_worse: bool = True
+) -> Evidence:
+    """`proportion_change` made safe on few rows. Its standard error is never below the no-change one
+    (the two rates pooled): a batch rate far from the reference's (27 of 30 against 0.5) otherwise
+    gets the small standard error of its own extreme rate, and noise reads as a change. And it holds
+    Yates's continuity correction, half a row on each side (1/(2n) + 1/(2m)), spread over the standard
+    error at the 99% normal quantile, so that a margin at 99% or beyond is at least the correction
+    plus the normal one: a count moves in whole rows, which the normal tail otherwise undercounts."""
+    evidence = proportion_change(hits, rows, reference_hits, reference_rows, higher_is_worse)
+    pooled = (hits + reference_hits + 1) / (rows + reference_rows + 2)
+    no_change = math.sqrt(pooled * (1 - pooled) * (1 / (rows + 2) + 1 / (reference_rows + 2)))
+    continuity = (1 / rows + 1 / reference_rows) / 2 / float(special.ndtri(DEFAULT_CONFIDENCE))
+    return normal(evidence.estimate, max(evidence.scale, no_change) + continuity, higher_is_worse)
+
+
+def best_of(estimate: float, standard_error: float, tests: int) -> Evidence:
+    """Evidence of the largest of `tests` one-sided normal estimates, graded as one test (a two-sided
+    change is the best of its two sides, a feature's worst subset the best of its subsets).
+
+    The scale is widened so that the bound never claims more than the Bonferroni bound over the
+    `tests` at any per-test level of `BEST_OF_LEVEL` or above (the widening that holds at that level
+    holds above it), and so that the p-value is the Bonferroni one, `tests` times the chosen
+    estimate's (up to `BEST_OF_MAX_P`): the family a run counts stays right."""
+    if tests <= 1 or not (standard_error > 0 and math.isfinite(standard_error)):
+        return normal(estimate, standard_error)
+    alpha = 1.0 - BEST_OF_LEVEL
+    scale = standard_error * float(special.ndtri(1 - alpha / tests) / special.ndtri(1 - alpha))
+    if estimate > 0:
+        corrected = min(tests * float(special.ndtr(-estimate / standard_error)), BEST_OF_MAX_P)
+        scale = max(scale, estimate / float(special.ndtri(1 - corrected)))
+    return normal(estimate, scale)
 
 
 def estimated_rate_change(

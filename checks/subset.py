@@ -6,15 +6,17 @@ when fitted, in the reference. The graded metric is each subset's `change` again
 the reference, signed so that larger is worse (reference minus batch for metrics where higher is
 better, batch minus reference for error rates, variances and errors; `relative_change` divides it by
 the reference value for the scale-bound variance and error checks). Its noise combines both sides:
-Agresti–Caffo for rates (`checks.evidence.proportion_change`), Hanley–McNeil for AUC, a seeded
+Agresti–Caffo for rates (`checks.evidence.rate_change`), Hanley–McNeil for AUC, a seeded
 multinomial bootstrap of the confusion counts for F1 and the macro metrics, the delta method for
 variances, MAE and RMSE, the per-query spread for ranking and the ratio estimator for NER spans.
 
 A subset is graded only when it has at least `min_subset_size` usable rows in both the batch and the
 reference and its metric is defined on both sides; the others are listed in the details with the
 reason. Each feature reports the subset whose change is most surely large: the highest lower bound at
-the per-feature Bonferroni level over its graded subsets; the run then grades that bound
-(`checks.evidence`).
+the per-feature Bonferroni level over its graded subsets. Every graded subset is a test, so the run
+grades the reported one as the best of them (`checks.evidence.best_of`: its p-value is the number of
+graded subsets times its own), and a feature cut in ten subsets is no likelier to alarm on a clean
+batch than one cut in two.
 
 `compare_to: batch` is an audit of the batch alone: each subset against the whole batch (`difference`,
 `relative_difference`), a standing property of the model that is large on clean batches too, graded
@@ -39,9 +41,10 @@ from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.evidence import (
     DEFAULT_CONFIDENCE,
     Evidence,
+    best_of,
     normal,
     per_test_confidence,
-    proportion_change,
+    rate_change,
 )
 from driftline.checks.impact import model_impact
 from driftline.checks.registry import register
@@ -80,14 +83,16 @@ def subset_metrics(
             thresholds,
             change=f"the subset's metric in the batch against the same subset in the reference{scale}, "
             "signed so that larger is worse (the subset with the surest change per feature)",
-            uncertainty=f"normal bound, both sides' standard errors combined; {uncertainty}",
+            uncertainty=f"normal bound, both sides' standard errors combined, graded as the best of the "
+            f"feature's graded subsets; {uncertainty}",
             figure="subsets",
         ),
         f"{prefix}difference": Metric(
             thresholds,
             change=f"audit (compare_to: batch): the subset against the whole batch{scale}, signed so "
             "that larger is worse; not a change against the reference",
-            uncertainty=f"normal bound on the subset's standard error; {uncertainty}",
+            uncertainty=f"normal bound on the subset's standard error, graded as the best of the "
+            f"feature's graded subsets; {uncertainty}",
             figure="subsets",
             audit=True,
         ),
@@ -123,7 +128,7 @@ class Prepared:
 class SubsetValues:
     """One metric per subset: value, standard error and row count (arrays of the same length), and
     the rows its noise rests on (`support`: the rows unless narrower, e.g. a rate's denominator); a
-    rate also keeps its `hits` out of `trials`, whose change is bounded by `proportion_change`."""
+    rate also keeps its `hits` out of `trials`, whose change is bounded by `rate_change`."""
 
     value: np.ndarray
     se: np.ndarray
@@ -383,11 +388,11 @@ class SubsetCheck(Check):
         return Comparison(change, evidence, why_not)
 
     def _change_evidence(self, batch: SubsetValues, ref: SubsetValues, j: int, change: float) -> Evidence:
-        """Evidence of subset j's change: `proportion_change` for a rate, else both standard errors."""
+        """Evidence of subset j's change: `rate_change` for a rate, else both standard errors."""
         if batch.hits is not None and ref.hits is not None and not self.relative:
             sides = [(batch.hits[j], int(batch.trials[j])), (ref.hits[j], int(ref.trials[j]))]
             (hits, trials), (ref_hits, ref_trials) = sides if self.higher_is_worse else sides[::-1]
-            return proportion_change(hits, trials, ref_hits, ref_trials)
+            return rate_change(hits, trials, ref_hits, ref_trials)
         se = math.hypot(batch.se[j], ref.se[j])
         if self.relative:  # delta method of value / reference - 1
             se = math.hypot(batch.se[j], batch.value[j] / ref.value[j] * ref.se[j]) / abs(ref.value[j])
@@ -443,13 +448,14 @@ class SubsetCheck(Check):
             else self._against_batch(values, overall)
         )
         k = self._reported(comparison, values)
-        graded = comparison.evidence[k] is not None
+        chosen = comparison.evidence[k]
+        graded = chosen is not None
         result = self.result(
             feature,
             self._metrics(values, reference, overall, comparison, k),
             rows=prepared.rows,
             details=self._details(slices, values, reference, comparison, k, prepared),
-            evidence={self.graded_metric(): comparison.evidence[k]} if graded else None,
+            evidence={self.graded_metric(): self._best_of(chosen, comparison)} if graded else None,
             severity=None if graded else "none",
         )
         failing = np.zeros(len(current), dtype=bool)
@@ -464,6 +470,12 @@ class SubsetCheck(Check):
             result.model_impact = model_impact(current, failing, columns)
         result.failing_rows = int(failing.sum())
         return result
+
+    @staticmethod
+    def _best_of(chosen: Evidence, comparison: Comparison) -> Evidence:
+        """The reported subset's evidence as the best of the feature's graded subsets: each is a test
+        of the run's family, so the chosen one is graded as the best of them (`checks.evidence.best_of`)."""
+        return best_of(chosen.estimate, chosen.scale, int(comparison.graded.sum()))
 
     def graded_metric(self) -> str:
         """The metric graded: the change against the reference, or the audit's difference."""
@@ -628,7 +640,7 @@ def rate_values(counts: np.ndarray, hits: tuple[int, ...], trials: tuple[int, ..
     return SubsetValues(divide(n_hits, n_trials), se, size, n_hits.astype(float), n_trials.astype(float))
 
 
-RATE_UNCERTAINTY = "Agresti–Caffo for each rate (proportion_change)"
+RATE_UNCERTAINTY = "Agresti–Caffo for each rate, never below the no-change error (rate_change)"
 BOOTSTRAP_UNCERTAINTY = "a seeded multinomial bootstrap of each side's confusion counts"
 
 

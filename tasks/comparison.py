@@ -37,6 +37,8 @@ SUBJECTS = {
     "attribution.auc": "mean attribution",
 }
 DIVERGENCES = frozenset({"psi", "jensen_shannon"})
+# A numeric label's graded locations (`<name>_change`), as a line names them.
+LOCATIONS = {"mean": "mean", "median": "median", "p90": "90th percentile"}
 
 
 @dataclass(frozen=True)
@@ -335,6 +337,30 @@ def _label_share(result: Result, base: Comparison) -> Comparison | None:
     return oriented(found)
 
 
+def _label_location(result: Result, base: Comparison) -> Comparison | None:
+    """A numeric label's mean or quantile, in the batch and the reference; the change is in reference
+    standard deviations, signed by the way the label moved."""
+    details = result.get("details") or {}
+    name = base.change_name.removesuffix("_change")
+    if name == "mean":
+        batch, reference = _number(details.get("mean")), _number(details.get("reference_mean"))
+    else:
+        batch = _number((details.get("quantiles") or {}).get(name))
+        reference = _number((details.get("reference_quantiles") or {}).get(name))
+    if batch is None or reference is None:
+        return None
+    subject = f"{LOCATIONS[name]} of {result['target']}"
+    note = f"in reference standard deviations ({_plain(details.get('reference_std', float('nan')))})"
+    return oriented(replace(base, subject=subject, batch=batch, reference=reference, note=note))
+
+
+def _label(result: Result, base: Comparison) -> Comparison | None:
+    """A label's class share, or a numeric label's location."""
+    if base.change_name.removesuffix("_change") in LOCATIONS:
+        return _label_location(result, base)
+    return _label_share(result, base)
+
+
 Extractor = Callable[[Result, Comparison], "Comparison | None"]
 
 
@@ -349,7 +375,7 @@ def _extractor(check: str, metric: str) -> Extractor:
     if metric.endswith("_rate_increase"):
         return _rates
     if check in ("drift.label", "drift.label_psi"):
-        return _label_share
+        return _label
     if metric in DIVERGENCES:
         return _shares
     return _levels

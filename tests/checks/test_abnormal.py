@@ -39,9 +39,15 @@ REFERENCE_ROWS = 5000
 def agresti_caffo_bound(
     hits: int, rows: int, reference_hits: int, reference_rows: int, confidence: float = 0.99
 ) -> float:
-    """Lower bound of a rate's increase, written out: one success and one failure added per side."""
+    """Lower bound of a rate's increase, written out: one success and one failure added per side, the
+    standard error never below the pooled no-change one, plus half a row per side spread at 99%."""
     p, q = (hits + 1) / (rows + 2), (reference_hits + 1) / (reference_rows + 2)
-    se = np.sqrt(p * (1 - p) / (rows + 2) + q * (1 - q) / (reference_rows + 2))
+    pooled = (hits + reference_hits + 1) / (rows + reference_rows + 2)
+    se = max(
+        np.sqrt(p * (1 - p) / (rows + 2) + q * (1 - q) / (reference_rows + 2)),
+        np.sqrt(pooled * (1 - pooled) * (1 / (rows + 2) + 1 / (reference_rows + 2))),
+    )
+    se += (1 / rows + 1 / reference_rows) / 2 / stats.norm.ppf(0.99)
     return hits / rows - reference_hits / reference_rows - stats.norm.ppf(confidence) * se
 
 

@@ -175,6 +175,34 @@ def test_a_subset_that_got_worse_and_a_label_share_that_fell_show_their_directio
     )
 
 
+def test_a_numeric_label_location_shows_both_levels_and_moves_with_the_label() -> None:
+    """A mean delay from 5.8 to −8 minutes (reference standard deviation 30): the change, graded as
+    an absolute value in standard deviations, is shown with the sign the label moved by."""
+    mean = stored(
+        "drift.label",
+        "delay",
+        "mean_change",
+        0.46,
+        0.34,
+        [0.1, 0.25, 0.5],
+        details={"mean": -8.0, "reference_mean": 5.8, "reference_std": 30.0},
+    )
+    assert comparison_line(mean) == (
+        "mean of delay: batch −8 vs reference 5.8; in reference standard deviations (30), "
+        "mean_change −0.46 (bound −0.34; medium threshold −0.25)"
+    )
+    p90 = stored(
+        "drift.label",
+        "delay",
+        "p90_change",
+        0.6,
+        0.52,
+        [0.1, 0.25, 0.5],
+        details={"quantiles": {"p90": 70.0}, "reference_quantiles": {"p90": 52.0}, "reference_std": 30.0},
+    )
+    assert comparison_line(p90).startswith("90th percentile of delay: batch 70 vs reference 52;")
+
+
 def test_the_metric_whose_bound_reaches_the_worst_severity_decides() -> None:
     result = stored(
         "abnormal.nulls",
