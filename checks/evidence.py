@@ -46,6 +46,9 @@ class Evidence:
     scale: float
     df: float = 1.0
     higher_is_worse: bool = True
+    # The p-value when the check computes it over the whole range itself: a best-of estimate's
+    # Bonferroni p (`best_of`), which its widened normal scale reports only up to BEST_OF_MAX_P.
+    p: float | None = None
 
     def __post_init__(self) -> None:
         if self.noise not in NOISES:
@@ -69,6 +72,8 @@ class Evidence:
 
     def p_value(self) -> float:
         """Chance that noise alone moves a batch with no change at least this far towards worse."""
+        if self.p is not None:
+            return self.p
         worse = self.estimate if self.higher_is_worse else -self.estimate
         if not self.scale > 0:
             return 0.0 if worse > 0 else 1.0
@@ -81,8 +86,11 @@ class Evidence:
         return float(special.kolmogorov(worse / self.scale))
 
     def to_dict(self) -> dict[str, float | str | bool]:
-        """Plain-JSON form (stored with the result)."""
-        return asdict(self)
+        """Plain-JSON form (stored with the result); `p` only where the check set it."""
+        data = asdict(self)
+        if data["p"] is None:
+            del data["p"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Evidence:
@@ -206,15 +214,18 @@ def best_of(estimate: float, standard_error: float, tests: int) -> Evidence:
     The scale is widened so that the bound never claims more than the Bonferroni bound over the
     `tests` at any per-test level of `BEST_OF_LEVEL` or above (the widening that holds at that level
     holds above it), and so that the p-value is the Bonferroni one, `tests` times the chosen
-    estimate's (up to `BEST_OF_MAX_P`): the family a run counts stays right."""
+    estimate's (the scale up to `BEST_OF_MAX_P`, `p` over the whole range, so that it is uniform or
+    conservative under no change, as evidence accumulated over batches needs): the family a run
+    counts stays right."""
     if tests <= 1 or not (standard_error > 0 and math.isfinite(standard_error)):
         return normal(estimate, standard_error)
     alpha = 1.0 - BEST_OF_LEVEL
     scale = standard_error * float(special.ndtri(1 - alpha / tests) / special.ndtri(1 - alpha))
+    bonferroni = min(tests * float(special.ndtr(-estimate / standard_error)), 1.0)
     if estimate > 0:
-        corrected = min(tests * float(special.ndtr(-estimate / standard_error)), BEST_OF_MAX_P)
+        corrected = min(bonferroni, BEST_OF_MAX_P)
         scale = max(scale, estimate / float(special.ndtri(1 - corrected)))
-    return normal(estimate, scale)
+    return Evidence(float(estimate), "normal", float(scale), p=bonferroni)
 
 
 def estimated_rate_change(

@@ -155,3 +155,25 @@ def test_excess_subtracts_each_noise_models_no_change_mean() -> None:
     assert sq.excess(normal(-0.03, 0.01, higher_is_worse=False)) == pytest.approx(0.03)
     chi2 = sq.Evidence(0.05, "scaled_chi2", 0.001, 9.0)
     assert sq.excess(chi2) == pytest.approx(0.05 - stats.chi2(9.0, scale=0.001).mean())
+
+
+@pytest.mark.parametrize("tests", [2, 10])
+def test_best_of_p_values_give_scores_that_do_not_lean_towards_change(tests: int) -> None:
+    """A best-of estimate (a two-sided change is the best of its two sides, a feature's worst subset
+    the best of its subsets) reports its Bonferroni p over the whole range, so the scores its clean
+    batches add to a window average at most zero; capped at 0.4 they averaged about +0.5, and a
+    window of 16 clean batches summed to about two standard deviations."""
+    from driftline.checks.evidence import Evidence, best_of
+
+    rng = np.random.default_rng(tests)
+    noise = rng.standard_normal((20_000, tests))
+    # a change's two sides are x and -x; subsets are independent
+    best = np.abs(noise[:, 0]) if tests == 2 else noise.max(axis=1)
+    evidence = [best_of(b, 1.0, tests) for b in best]
+    z = sq.scores([e.p_value() for e in evidence])
+    if tests == 2:  # the best of a change's two sides is its absolute value: the p-value is uniform
+        assert abs(z.mean()) < 0.03 and abs(z.std() - 1) < 0.03
+    assert z.mean() < 0.03
+    stored = evidence[0].to_dict()
+    assert Evidence.from_dict(stored).p_value() == evidence[0].p_value() and "p" in stored
+    assert "p" not in Evidence(0.1, "normal", 0.05).to_dict()
