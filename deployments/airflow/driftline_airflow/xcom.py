@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -14,9 +15,14 @@ MAX_FAILING = 20
 
 
 def strict_json(value: Any) -> Any:
-    """`value` with NaN and infinities replaced by None (XCom and DAG-run conf are JSON)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
+    """`value` with NaN and infinities replaced by None and numpy numbers made plain (XCom, DAG-run
+    conf and the report's summary are strict JSON)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value) if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): strict_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

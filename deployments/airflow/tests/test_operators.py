@@ -7,6 +7,7 @@ alerts, connections for the history database and Slack, and the check operator a
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -173,6 +174,68 @@ def test_database_url_from_connection_fields() -> None:
     assert sqlalchemy_url(explicit) == "sqlite:///x.db"
     with pytest.raises(ValueError, match="conn type 'mysql'"):
         sqlalchemy_url(SimpleNamespace(conn_id="db", conn_type="mysql", extra_dejson={}))
+
+
+def pg_connection(**fields: Any) -> SimpleNamespace:
+    base = {
+        "conn_id": "db",
+        "conn_type": "postgres",
+        "host": "db.local",
+        "port": 5432,
+        "login": "ml",
+        "password": "pw",
+        "schema": "drift",
+        "extra_dejson": {},
+    }
+    return SimpleNamespace(**{**base, **fields})
+
+
+def test_connection_extras_reach_the_driver_as_query_parameters() -> None:
+    from sqlalchemy import make_url
+    from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+
+    extras = {"sslmode": "verify-full", "sslrootcert": "/etc/ssl/ca b&c.pem", "connect_timeout": 10}
+    url = make_url(sqlalchemy_url(pg_connection(extra_dejson={**extras, "cursor": "dictcursor"})))
+    # what psycopg is given to connect with (the PostgreSQL hook's own `cursor` extra left out)
+    _, kwargs = PGDialect_psycopg().create_connect_args(url)
+    assert {k: kwargs[k] for k in extras} == {k: str(v) for k, v in extras.items()}
+    assert "cursor" not in kwargs and kwargs["host"] == "db.local" and kwargs["dbname"] == "drift"
+    # an explicit URL keeps its own query and gains the other extras
+    given = {"url": "postgresql+psycopg://u@h/d?application_name=drift", "sslmode": "require"}
+    url = make_url(sqlalchemy_url(pg_connection(extra_dejson=given)))
+    assert dict(url.query) == {"application_name": "drift", "sslmode": "require"}
+    sqlite = SimpleNamespace(conn_id="db", conn_type="sqlite", host="/tmp/h.db", extra_dejson={"timeout": 5})
+    assert sqlalchemy_url(sqlite) == "sqlite:////tmp/h.db?timeout=5"
+    with pytest.raises(ValueError, match="extra 'options' is a dict"):
+        sqlalchemy_url(pg_connection(extra_dejson={"options": {"a": 1}}))
+    with pytest.raises(ValueError, match="extra 'iam' asks for a cloud token"):
+        sqlalchemy_url(pg_connection(extra_dejson={"iam": True, "aws_conn_id": "aws"}))
+
+
+def test_a_schema_holding_url_syntax_stays_the_database_name() -> None:
+    from sqlalchemy import make_url
+
+    url = make_url(sqlalchemy_url(pg_connection(schema="prod?host=evil&sslmode=disable")))
+    assert (url.host, url.database, dict(url.query)) == ("db.local", "prod?host=evil&sslmode=disable", {})
+
+
+@pytest.mark.parametrize("host", ["evil.local/x", "db.local?sslmode=disable"])
+def test_a_host_holding_url_syntax_is_refused(host: str) -> None:
+    # SQLAlchemy writes a host as it is: a host that would read back as another one is refused
+    with pytest.raises(ValueError, match=re.escape(f"connection 'db': its host '{host}' cannot be written")):
+        sqlalchemy_url(pg_connection(host=host))
+
+
+def test_login_and_password_are_url_encoded() -> None:
+    from sqlalchemy import make_url
+
+    url = make_url(sqlalchemy_url(pg_connection(login="m l@x", password="p@ss/w:?#&=")))
+    assert (url.username, url.password, url.host, url.database) == (
+        "m l@x",
+        "p@ss/w:?#&=",
+        "db.local",
+        "drift",
+    )
 
 
 def test_store_url_precedence(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
