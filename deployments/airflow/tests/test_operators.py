@@ -11,6 +11,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,6 +24,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from scipy import stats
 from sqlalchemy import create_engine, text
 
+from driftline_airflow.batches import chosen_batch, stray_run_note
 from driftline_airflow.connections import resolve_store_url, sqlalchemy_url, with_slack_connection
 from driftline_airflow.driver import AirflowDriver
 from driftline_airflow.operators import DriftlineCheckOperator, DriftlineMonitorOperator
@@ -146,11 +148,62 @@ def test_backfill_runs_store_results_without_alerts(project: Path) -> None:
     assert stored(project) == [("2024-01-02", "failed")]  # one copy of the batch
 
 
+def run_context(
+    run_type: str,
+    logical: datetime | None = None,
+    interval_start: datetime | None = None,
+    conf: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A task context the way Airflow 3 builds it: date keys only when the run has a logical date."""
+    ctx = {"ti": FakeTI(), "dag_run": SimpleNamespace(run_type=run_type, conf=conf or {})}
+    if logical is not None:
+        ctx.update(logical_date=logical, data_interval_start=interval_start)
+    return ctx
+
+
+def test_batch_of_each_kind_of_run() -> None:
+    june, dec = datetime(2018, 6, 1, tzinfo=UTC), datetime(2018, 12, 1, tzinfo=UTC)
+    today = datetime(2026, 6, 1, tzinfo=UTC)
+    # the UI's Trigger button: no logical date, an empty conf or one naming the batch
+    assert chosen_batch(run_context("manual"), None, "%Y-%m")[0] is None
+    assert chosen_batch(run_context("manual", conf={"batch_id": "2017-06"}), None, "%Y-%m")[0] == "2017-06"
+    # a manual run given a logical date: Airflow infers its interval from today, the date names the batch
+    assert chosen_batch(run_context("manual", dec, today), None, "%Y-%m")[0] == "2018-12"
+    # scheduled and backfill runs: the start of their interval
+    assert chosen_batch(run_context("backfill", june, june), None, "%Y-%m-%d")[0] == "2018-06-01"
+    assert chosen_batch(run_context("scheduled", dec, june), None, "%Y-%m")[0] == "2018-06"
+    # the conf wins over the operator's batch_id, which wins over the run's date
+    assert chosen_batch(run_context("backfill", june, june), "2017-12", "%Y-%m")[0] == "2017-12"
+    ctx = run_context("backfill", june, june, conf={"batch_id": "2016-06"})
+    assert chosen_batch(ctx, "2017-12", "%Y-%m")[0] == "2016-06"
+    with pytest.raises(ValueError, match="conf gives batch_id 7"):
+        chosen_batch(run_context("manual", conf={"batch_id": 7}), None, "%Y-%m")
+
+
+def test_only_a_manual_run_with_a_logical_date_is_told_about_backfills() -> None:
+    dec = datetime(2018, 12, 1, tzinfo=UTC)
+    note = stray_run_note(run_context("manual", dec, dec))
+    assert note is not None and "2018-12-01" in note and "--reprocess-behavior completed" in note
+    assert stray_run_note(run_context("manual")) is None
+    assert stray_run_note(run_context("backfill", dec, dec)) is None
+
+
+def test_a_run_without_logical_date_monitors_the_newest_batch(project: Path) -> None:
+    ctx = run_context("manual")
+    with pytest.raises(AirflowSkipException):  # the newest batch, 2024-01-03, is empty
+        DriftlineMonitorOperator(task_id="m", spec_path=str(project / "monitor.yaml")).execute(ctx)
+    assert ctx["ti"].pushed["return_value"]["batch_id"] == "2024-01-03"
+    ctx = run_context("manual", conf={"batch_id": "2024-01-01"})
+    summary = DriftlineMonitorOperator(task_id="m", spec_path=str(project / "monitor.yaml")).execute(ctx)
+    assert summary["batch_id"] == "2024-01-01"
+    with pytest.raises(AirflowFailException, match="give the batch id as text"):
+        monitor(project, None).execute(run_context("manual", conf={"batch_id": ["2024-01-01"]}))
+
+
 def test_templated_fields() -> None:
     assert set(DriftlineMonitorOperator.template_fields) == {"spec_path", "batch_id", "store_url"}
-    assert (
-        DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id == "{{ data_interval_start | ds }}"
-    )
+    # no template by default: a run without a logical date has no `data_interval_start` to render
+    assert DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id is None
     templated = set(DriftlineCheckOperator.template_fields)
     assert {"check", "reference", "current", "check_params", "model"} <= templated
 
