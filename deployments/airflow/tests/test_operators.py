@@ -26,8 +26,9 @@ from sqlalchemy import create_engine, text
 
 from driftline_airflow.batches import chosen_batch, stray_run_note
 from driftline_airflow.connections import resolve_store_url, sqlalchemy_url, with_slack_connection
-from driftline_airflow.driver import AirflowDriver
+from driftline_airflow.driver import BACKFILL_SKIP, AirflowDriver
 from driftline_airflow.operators import DriftlineCheckOperator, DriftlineMonitorOperator
+from driftline_airflow.xcom import MAX_FAILING, failing_checks, verdict
 
 SPEC = """\
 name: unit
@@ -137,15 +138,71 @@ def test_bad_spec_and_missing_batch_fail_without_retry(project: Path) -> None:
 
 
 def test_backfill_runs_store_results_without_alerts(project: Path) -> None:
+    spec = (
+        SPEC.format(alerts="{console: true}") + "retrain: {min_severity: high, command: [touch, started]}\n"
+    )
+    (project / "monitor.yaml").write_text(spec)
     ctx = context("backfill")
     with pytest.raises(AirflowFailException):
         monitor(project, "2024-01-02").execute(ctx)
-    assert ctx["ti"].pushed["return_value"]["alerts"] == {"skipped": "alerts disabled for this run"}
+    pushed = ctx["ti"].pushed["return_value"]
+    assert pushed["alerts"] == {"skipped": "alerts disabled for this run"}
+    # the XCom says what happened: the command was not started, the retraining conf is there for the DAG
+    assert pushed["retraining"] == {"command": {"skipped": BACKFILL_SKIP}}
+    assert pushed["retrain_conf"]["batch_id"] == "2024-01-02"
+    assert not (project / "started").exists()
     ctx = context("backfill")
     with pytest.raises(AirflowFailException):
         monitor(project, "2024-01-02", backfill_alerts=True).execute(ctx)
-    assert "skipped" not in ctx["ti"].pushed["return_value"]["alerts"]
+    pushed = ctx["ti"].pushed["return_value"]
+    assert "skipped" not in pushed["alerts"]
+    assert pushed["retraining"] == {"command": {"returncode": 0}} and (project / "started").exists()
     assert stored(project) == [("2024-01-02", "failed")]  # one copy of the batch
+
+
+def failing(check: str, target: str, severity: str = "high", importance: float | None = None) -> Any:
+    from driftline.checks.result import CheckResult
+
+    details = {"importance": {"share": importance, "rank": 1, "of": 9}} if importance is not None else {}
+    return CheckResult(check=check, target=target, severity=severity, details=details)
+
+
+def run_summary(results: list[Any]) -> Any:
+    from driftline.tasks.pipeline import RunSummary
+
+    return RunSummary("m", "b1", "2024-01-01T00:00:00", 100, "failed", "high", results)
+
+
+def test_verdict_lists_model_failures_first_and_all_of_them() -> None:
+    features = [failing("drift.numeric", f"f{i}") for i in range(7)]
+    features[6] = failing("drift.numeric", "f6", importance=0.4)  # the feature the model relies on most
+    model = [failing("drift.prediction", "prediction"), failing("performance.overall", "accuracy")]
+    medium = failing("performance.calibration", "ece", severity="medium")
+    summary = run_summary([*features, medium, *model])
+    assert verdict(summary, "high") == (
+        "m batch b1: worst severity high reached fail_on=high (drift.prediction[prediction], "
+        "performance.overall[accuracy], drift.numeric[f6], drift.numeric[f0], drift.numeric[f1], "
+        "drift.numeric[f2], drift.numeric[f3], +2 more)"
+    )
+    # at fail_on=medium the medium model-level result is listed too, after the high ones
+    assert "performance.overall[accuracy], performance.calibration[ece], drift.numeric[f6]" in verdict(
+        summary, "medium"
+    )
+    many_model = [failing("fairness.statistical_parity", f"SEX={i}") for i in range(8)]
+    text = verdict(run_summary([*features[:3], *many_model]), "high")
+    assert all(f"fairness.statistical_parity[SEX={i}]" in text for i in range(8))
+    assert "more" not in text and text.index("SEX=7") < text.index("drift.numeric[f0]")
+
+
+def test_xcom_failing_checks_keep_every_model_failure() -> None:
+    features = [failing("drift.numeric", f"f{i}") for i in range(25)]
+    listed = failing_checks(run_summary([*features, failing("performance.overall", "auc")]), "high")
+    assert [c["target"] for c in listed] == ["auc"] + [f"f{i}" for i in range(MAX_FAILING)]
+
+
+def test_a_target_cannot_forge_a_log_line() -> None:
+    text = verdict(run_summary([failing("drift.numeric", "x\nERROR fake\x1b[31m")]), "high")
+    assert "\n" not in text and "\x1b" not in text and "x\\nERROR fake\\x1b[31m" in text
 
 
 def run_context(

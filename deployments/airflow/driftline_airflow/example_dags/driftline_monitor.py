@@ -68,10 +68,12 @@ with DAG(
 
     @task(trigger_rule=TriggerRule.ONE_FAILED)
     def retraining_conf(ti: Any = None) -> dict[str, Any]:
-        """The retraining DAG's conf when the monitor failed on the model (not when it crashed)."""
+        """The retraining DAG's conf when the monitor's run asked for retraining (its `retrain_conf`:
+        the spec's `retrain` threshold reached on the newest batch), not when it crashed."""
         summary = ti.xcom_pull(task_ids="monitor")
-        if not summary or summary.get("status") != "failed":
-            raise AirflowSkipException("the monitor did not fail on the model; nothing to retrain")
+        if not summary or not summary.get("retrain_conf"):
+            retraining = (summary or {}).get("retraining")
+            raise AirflowSkipException(f"the monitor asked for no retraining ({retraining or 'none due'})")
         return {
             "monitor": summary["monitor"],
             "batch_id": summary["batch_id"],

@@ -17,7 +17,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from driftline_airflow.batches import chosen_batch, run_type, stray_run_note
 from driftline_airflow.connections import DB_CONN_ID, SLACK_CONN_ID, resolve_store_url, with_slack_connection
-from driftline_airflow.xcom import failing_checks, severity_counts, strict_json
+from driftline_airflow.xcom import failing_checks, severity_counts, strict_json, verdict
 
 XCOM_RETURN_KEY = "return_value"
 # The core's severity scale (`driftline.checks.result.SEVERITIES`, a test keeps them equal), named here
@@ -50,8 +50,10 @@ class DriftlineMonitorOperator(BaseOperator):
         `fail_on`. The stored run keeps the spec's verdict either way.
     :param alerts: process alerts (incidents, Slack or console) for this run.
     :param retrain: start the spec's retraining command or webhook when the run reaches it.
-    :param backfill_alerts: in backfill runs, alerts and retraining are off (as under `driftline
-        backfill`) unless this is set.
+    :param backfill_alerts: in backfill runs, alerts are off and the spec's retraining command or
+        webhook is not started (as under `driftline backfill`) unless this is set. The retraining
+        decision is made either way: the XCom's `retraining` says what was started or skipped, and
+        `retrain_conf` is what a DAG triggers its retraining DAG with.
     :param store_url: the history database (SQLAlchemy URL); default the spec's `store_url`, else
         $DRIFTLINE_DATABASE_URL, else the `db_conn_id` connection, else ./driftline.db. Templated.
     :param db_conn_id: the Airflow connection of the history database.
@@ -108,16 +110,11 @@ class DriftlineMonitorOperator(BaseOperator):
         note = stray_run_note(context)
         if note:
             self.log.warning("%s", note)
-        backfill = run_type(context) == "backfill"
-        act = not backfill or self.backfill_alerts
-        driver = AirflowDriver(spec, *task_instance_ids(context))
+        act = run_type(context) != "backfill" or self.backfill_alerts
+        driver = AirflowDriver(spec, *task_instance_ids(context), start_retraining=act)
         try:
             summary = run_monitor(
-                spec,
-                batch_id,
-                driver=driver,
-                alerts=self.alerts and act,
-                retrain=self.retrain and act,
+                spec, batch_id, driver=driver, alerts=self.alerts and act, retrain=self.retrain
             )
         except (SourceError, SpecError, ModelError) as exc:
             raise AirflowFailException(str(exc)) from None
@@ -133,11 +130,7 @@ class DriftlineMonitorOperator(BaseOperator):
             raise AirflowSkipException(f"batch {summary.batch_id} of {summary.monitor} is empty")
         if failed:
             context["ti"].xcom_push(key=XCOM_RETURN_KEY, value=payload)
-            checks = ", ".join(f"{c['check']}[{c['target']}]" for c in payload["failing_checks"][:5])
-            raise AirflowFailException(
-                f"{summary.monitor} batch {summary.batch_id}: worst severity {summary.worst_severity} "
-                f"reached fail_on={fail_on} ({checks})"
-            )
+            raise AirflowFailException(verdict(summary, fail_on))
         return payload
 
     def prepared_spec(self) -> Any:
