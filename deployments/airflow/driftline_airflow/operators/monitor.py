@@ -55,7 +55,8 @@ class DriftlineMonitorOperator(BaseOperator):
         decision is made either way: the XCom's `retraining` says what was started or skipped, and
         `retrain_conf` is what a DAG triggers its retraining DAG with.
     :param store_url: the history database (SQLAlchemy URL); default the spec's `store_url`, else
-        $DRIFTLINE_DATABASE_URL, else the `db_conn_id` connection, else ./driftline.db. Templated.
+        $DRIFTLINE_DATABASE_URL, else the `db_conn_id` connection, else driftline.db beside the
+        spec. Templated.
     :param db_conn_id: the Airflow connection of the history database.
     :param slack_conn_id: the Airflow connection holding the Slack bot token (password) or incoming
         webhook URL, used when the spec's environment variable is unset.
