@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from driftline.tasks.files import write_private_file
 from driftline.tasks.result_rows import result_rows
+from driftline.tasks.safe_text import printable
 from driftline_airflow.xcom import strict_json
 
 REPORT_JSON = "summary.json"
@@ -27,9 +28,10 @@ _LINE_BREAKS = re.compile(r"\r\n|\r|\n")
 
 
 def markdown_text(value: Any) -> str:
-    """`value` as one line of Markdown table text: HTML escaped, pipes escaped, line breaks as `<br>`."""
+    """`value` as one line of Markdown table text: HTML escaped, pipes escaped, line breaks as `<br>`,
+    other control and invisible characters (a bidi override) shown as escapes."""
     text = html.escape("" if value is None else str(value), quote=False).replace("|", "\\|")
-    return _LINE_BREAKS.sub("<br>", text)
+    return printable(_LINE_BREAKS.sub("<br>", text))
 
 
 def markdown_report(summary: Mapping[str, Any], figures: list[Path]) -> str:

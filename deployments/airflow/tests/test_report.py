@@ -29,7 +29,7 @@ def summary() -> dict[str, Any]:
         failing_rows=3,
         reason="new category '<b>x</b>'\nsecond | line",
     )
-    plain = CheckResult(check="drift.numeric", target="age", metrics={"psi": 0.01})
+    plain = CheckResult(check="drift.numeric", target="age\u202egnp.exe", metrics={"psi": 0.01})
     return {
         "monitor": "unit",
         "batch_id": "2024-01-01",
@@ -92,4 +92,5 @@ def test_markdown_cells_hold_no_html_pipes_or_line_breaks(tmp_path: Path) -> Non
     hit = table_cells(rows[1])
     assert hit[1].strip() == "&lt;img src=x onerror=alert(1)&gt;\\|a<br>b<br>c"
     assert "<b>" not in page and "<img" not in page
+    assert table_cells(rows[2])[1].strip() == "age\\u202egnp.exe"  # a bidi override shown, not obeyed
     assert "![drift &lt;x&gt;\\|y](drift%20%3Cx%3E%7Cy.png)" in page
