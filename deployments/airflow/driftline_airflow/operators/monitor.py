@@ -98,6 +98,7 @@ class DriftlineMonitorOperator(BaseOperator):
         """Run the monitor; return (push) the summary, or push it and fail or skip the task."""
         from driftline.tasks.model import ModelError
         from driftline.tasks.pipeline import run_monitor
+        from driftline.tasks.safe_text import printable
         from driftline.tasks.sources import SourceError
         from driftline.tasks.spec import SpecError, severity_at_least
         from driftline_airflow.driver import AirflowDriver
@@ -107,7 +108,7 @@ class DriftlineMonitorOperator(BaseOperator):
             batch_id, why = chosen_batch(context, self.batch_id, self.batch_format)
         except (SpecError, ValueError) as exc:
             raise AirflowFailException(str(exc)) from None
-        self.log.info("batch %s: %s", batch_id or "(newest)", why)
+        self.log.info("batch %s: %s", printable(batch_id or "(newest)"), why)
         note = stray_run_note(context)
         if note:
             self.log.warning("%s", note)
