@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 if TYPE_CHECKING:
     from driftline.tasks.spec import MonitorSpec
@@ -20,6 +19,16 @@ SLACK_CONN_ID = "driftline_slack"
 
 # Connection types Airflow users pick for these databases, and the SQLAlchemy driver the core uses.
 _SQLALCHEMY_SCHEMES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
+# Extras that Airflow's PostgreSQL hook reads itself (its `ignored_extra_options`): the database driver
+# would refuse them as connection parameters.
+_HOOK_ONLY_EXTRAS = frozenset(
+    {"iam", "redshift", "redshift-serverless", "cursor", "cluster-identifier", "workgroup-name",
+     "aws_conn_id", "sqlalchemy_scheme", "sqlalchemy_query", "azure_conn_id"}
+)  # fmt: skip
+# Extras asking for a password the hook fetches from a cloud provider, which driftline cannot do.
+_TOKEN_EXTRAS = ("iam", "azure_conn_id")
+# Connection fields by the URL part they fill.
+_FIELD_NAMES = {"username": "login", "database": "schema"}
 
 
 def get_connection(conn_id: str | None) -> Any | None:
@@ -36,30 +45,81 @@ def get_connection(conn_id: str | None) -> Any | None:
 
 
 def sqlalchemy_url(conn: Any) -> str:
-    """A SQLAlchemy URL from a connection: its extra `url` if set, else built from its fields
-    (conn type `postgres` or `sqlite`)."""
-    extra = conn.extra_dejson or {}
-    if extra.get("url"):
-        return str(extra["url"])
+    """A SQLAlchemy URL from a connection: its extra `url` if set, else built from its fields (conn type
+    `postgres` or `sqlite`); the other extras (`sslmode`, `sslrootcert`, ...) become query parameters."""
+    from sqlalchemy.engine import URL, make_url
+
+    extra = dict(conn.extra_dejson or {})
+    given = extra.pop("url", None)
+    query = _query_parameters(conn.conn_id, extra)
+    if given:
+        url = make_url(str(given))
+        return _rendered(conn.conn_id, url.update_query_dict({**query, **url.query}))
     conn_type = (conn.conn_type or "").lower()
     if conn_type == "sqlite":
         if not conn.host:
             raise ValueError(f"connection {conn.conn_id!r}: a sqlite connection needs the file path as host")
-        return f"sqlite:///{conn.host}"
+        return _rendered(conn.conn_id, URL.create("sqlite", database=conn.host, query=query))
     scheme = _SQLALCHEMY_SCHEMES.get(conn_type)
     if scheme is None:
         raise ValueError(
             f"connection {conn.conn_id!r}: conn type {conn.conn_type!r} is not postgres or sqlite; "
             'put a SQLAlchemy URL in its extra as {"url": "..."}'
         )
-    auth = ""
-    if conn.login:
-        auth = quote(conn.login, safe="")
-        if conn.password:
-            auth += ":" + quote(conn.password, safe="")
-        auth += "@"
-    port = f":{conn.port}" if conn.port else ""
-    return f"{scheme}://{auth}{conn.host or ''}{port}/{conn.schema or ''}"
+    url = URL.create(
+        scheme,
+        username=conn.login or None,
+        password=(conn.password or None) if conn.login else None,
+        host=conn.host or None,
+        port=int(conn.port) if conn.port else None,
+        database=conn.schema or None,
+        query=query,
+    )
+    return _rendered(conn.conn_id, url)
+
+
+def _query_parameters(conn_id: str, extra: dict[str, Any]) -> dict[str, str]:
+    """A connection's extras as URL query parameters: text, numbers and booleans kept as text; the
+    keys only Airflow's own hooks read are left out, a nested value is refused by name."""
+    asked = [key for key in _TOKEN_EXTRAS if extra.get(key)]
+    if asked:
+        raise ValueError(
+            f"connection {conn_id!r}: extra {asked[0]!r} asks for a cloud token, which driftline does not "
+            'fetch; put a SQLAlchemy URL with the credentials in its extra as {"url": "..."}'
+        )
+    query: dict[str, str] = {}
+    for key, value in extra.items():
+        if key in _HOOK_ONLY_EXTRAS or value is None:
+            continue
+        if isinstance(value, bool):
+            query[key] = str(value).lower()
+        elif isinstance(value, str | int | float):
+            query[key] = str(value)
+        else:
+            raise ValueError(
+                f"connection {conn_id!r}: extra {key!r} is a {type(value).__name__}; "
+                "only text, numbers and booleans become URL query parameters"
+            )
+    return query
+
+
+def _rendered(conn_id: str, url: Any) -> str:
+    """`url` as text, refused when a part would read back as something else: SQLAlchemy encodes the
+    login, password, query and (from 2.1) the database, but writes the host as it is, so a host holding
+    `/` or `?` (or, under SQLAlchemy 2.0, a schema such as `prod?host=evil`) would change the URL."""
+    from sqlalchemy.engine import make_url
+
+    text = url.render_as_string(hide_password=False)
+    parsed = make_url(text)
+    for part in ("drivername", "username", "password", "host", "port", "database"):
+        if getattr(parsed, part) != getattr(url, part):
+            raise ValueError(
+                f"connection {conn_id!r}: its {_FIELD_NAMES.get(part, part)} {getattr(url, part)!r} "
+                "cannot be written into a database URL (it holds URL syntax)"
+            )
+    if dict(parsed.query) != dict(url.query):
+        raise ValueError(f"connection {conn_id!r}: its extras cannot be written as URL query parameters")
+    return text
 
 
 def resolve_store_url(spec: MonitorSpec, store_url: str | None, conn_id: str | None) -> str | None:

@@ -19,6 +19,7 @@ from driftline_airflow.connections import get_connection, slack_secret
 from driftline_airflow.report import write_report
 
 log = logging.getLogger("driftline.airflow")
+BACKFILL_SKIP = "not started in a backfill run (the operator's backfill_alerts is off)"
 
 
 class AirflowDriver(Driver):
@@ -26,8 +27,16 @@ class AirflowDriver(Driver):
 
     name = "airflow"
 
-    def __init__(self, spec: MonitorSpec, ti_id: str | None = None, ti_url: str | None = None) -> None:
+    def __init__(
+        self,
+        spec: MonitorSpec,
+        ti_id: str | None = None,
+        ti_url: str | None = None,
+        *,
+        start_retraining: bool = True,
+    ) -> None:
         self.spec = spec
+        self.start_retraining = start_retraining
         self._ti_id = ti_id
         self._ti_url = ti_url
         self.retrain_request: RetrainRequest | None = None
@@ -55,12 +64,18 @@ class AirflowDriver(Driver):
         return slack_secret(conn)
 
     def retrain(self, spec: MonitorSpec, request: RetrainRequest, state_dir: Path) -> dict[str, Any]:
-        """The spec's command or webhook; the retraining DAG itself is triggered by the DAG (see
-        `retrain_conf` in the monitor's XCom)."""
+        """The spec's command or webhook (not started in a backfill run without `backfill_alerts`); the
+        retraining DAG itself is triggered by the DAG (see `retrain_conf` in the monitor's XCom)."""
         retrain = spec.retrain
         assert retrain is not None
         self.retrain_request = request
-        outcome = trigger_plain(retrain, request, state_dir)
+        if self.start_retraining:
+            outcome = trigger_plain(retrain, request, state_dir)
+        else:
+            actions = ["command"] * bool(retrain.command) + ["webhook"] * bool(
+                retrain.webhook_url or retrain.webhook_url_env
+            )
+            outcome = {name: {"skipped": BACKFILL_SKIP} for name in actions}
         if retrain.deployment or retrain.emits:
             outcome["airflow"] = {"due": "the DAG's failure branch triggers the retraining DAG"}
         return outcome

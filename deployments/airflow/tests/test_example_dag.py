@@ -68,11 +68,12 @@ def backfill(airflow_db: Path) -> dict[str, Any]:
     dag = dags["driftline_acs_monitor"]
     intervals = planned_intervals(dag)
     runs = {}
-    for start, end in intervals:
-        # A manual run's data interval is the one ending at its logical date: the interval planned.
-        run = dag.test(logical_date=end)
-        assert (run.data_interval_start, run.data_interval_end) == (start, end)
-        runs[start.strftime("%Y-%m")] = {"states": states(run), "summary": xcom(run, "monitor"), "run": run}
+    for start, _ in intervals:
+        # A backfill's run carries its interval's start as logical date, which names the batch.
+        run = dag.test(logical_date=start)
+        batch = start.strftime("%Y-%m")
+        runs[batch] = {"states": states(run), "summary": xcom(run, "monitor"), "run": run}
+        assert runs[batch]["summary"]["batch_id"] == batch
     return {"dag": dag, "intervals": intervals, "runs": runs}
 
 
@@ -159,7 +160,7 @@ def test_only_failed_batches_retrain(backfill: dict[str, Any]) -> None:
 
 def test_rerunning_an_interval_stores_one_copy(backfill: dict[str, Any], history_url: str) -> None:
     before = metric_rows(history_url, "2018-06")
-    run = backfill["dag"].test(logical_date=datetime(2018, 12, 1, tzinfo=UTC))
+    run = backfill["dag"].test(logical_date=datetime(2018, 6, 1, tzinfo=UTC))
     assert states(run)["monitor"] == "failed"
     assert [r["batch_id"] for r in stored_runs(history_url)].count("2018-06") == 1
     assert metric_rows(history_url, "2018-06") == before
@@ -171,14 +172,16 @@ def test_rerunning_an_interval_stores_one_copy(backfill: dict[str, Any], history
 def test_stored_results_equal_the_core_run(
     backfill: dict[str, Any], history_url: str, tmp_path: Path
 ) -> None:
-    """The rows the operator stored equal those of the core run as `driftline run` runs it."""
+    """The rows the operator stored equal those of the core run as `driftline run` runs it, over the
+    same batches before it (evidence accumulates over a monitor's recent batches)."""
     from driftline.tasks.pipeline import run_monitor
     from driftline.tasks.spec import load_spec
 
     spec_path = Path(os.environ["DRIFTLINE_DEMO_DIR"]) / "monitor.yaml"
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     spec = load_spec(spec_path).model_copy(update={"store_url": url})
-    summary = run_monitor(spec, "2018-06", alerts=False, retrain=False)
+    for batch in BATCHES[: BATCHES.index("2018-06") + 1]:
+        summary = run_monitor(spec, batch, alerts=False, retrain=False)
     assert summary.status == "failed"
     ours, theirs = metric_rows(history_url, "2018-06"), metric_rows(url, "2018-06")
     assert len(ours) > 50
@@ -192,3 +195,29 @@ def test_incidents_and_outbox_follow_the_batches(backfill: dict[str, Any], histo
         incidents = conn.execute(select(func.count()).select_from(text("incidents"))).scalar_one()
         outbox = conn.execute(select(func.count()).select_from(text("alert_outbox"))).scalar_one()
     assert incidents > 0 and outbox > 0
+
+
+def monitored(run: Any) -> str:
+    """The batch a DAG run's monitor task evaluated (from its XCom summary)."""
+    return xcom(run, "monitor")["batch_id"]
+
+
+def test_triggered_without_logical_date_monitors_the_conf_batch_or_the_newest(
+    backfill: dict[str, Any],
+) -> None:
+    """The UI's Trigger button: no logical date, so no data interval to template a batch from."""
+    dag = backfill["dag"]
+    newest = dag.test(logical_date=None)
+    assert newest.logical_date is None and newest.data_interval_start is None
+    assert states(newest)["monitor_spec"] == "success"
+    assert monitored(newest) == BATCHES[-1]
+    chosen = dag.test(logical_date=None, run_conf={"batch_id": "2017-06"})
+    assert monitored(chosen) == "2017-06" and states(chosen)["monitor"] == "success"
+
+
+def test_triggered_with_a_logical_date_monitors_that_dates_batch(backfill: dict[str, Any]) -> None:
+    """`airflow dags trigger --logical-date 2017-12-01`: the date names the batch, whatever interval
+    Airflow infers for the run (from the trigger time)."""
+    run = backfill["dag"].test(logical_date=datetime(2017, 12, 1, tzinfo=UTC))
+    assert run.data_interval_start != datetime(2017, 12, 1, tzinfo=UTC)
+    assert monitored(run) == "2017-12"

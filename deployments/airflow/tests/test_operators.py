@@ -7,9 +7,11 @@ alerts, connections for the history database and Slack, and the check operator a
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,9 +24,11 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from scipy import stats
 from sqlalchemy import create_engine, text
 
+from driftline_airflow.batches import chosen_batch, stray_run_note
 from driftline_airflow.connections import resolve_store_url, sqlalchemy_url, with_slack_connection
-from driftline_airflow.driver import AirflowDriver
+from driftline_airflow.driver import BACKFILL_SKIP, AirflowDriver
 from driftline_airflow.operators import DriftlineCheckOperator, DriftlineMonitorOperator
+from driftline_airflow.xcom import MAX_FAILING, failing_checks, verdict
 
 SPEC = """\
 name: unit
@@ -134,22 +138,129 @@ def test_bad_spec_and_missing_batch_fail_without_retry(project: Path) -> None:
 
 
 def test_backfill_runs_store_results_without_alerts(project: Path) -> None:
+    spec = (
+        SPEC.format(alerts="{console: true}") + "retrain: {min_severity: high, command: [touch, started]}\n"
+    )
+    (project / "monitor.yaml").write_text(spec)
     ctx = context("backfill")
     with pytest.raises(AirflowFailException):
         monitor(project, "2024-01-02").execute(ctx)
-    assert ctx["ti"].pushed["return_value"]["alerts"] == {"skipped": "alerts disabled for this run"}
+    pushed = ctx["ti"].pushed["return_value"]
+    assert pushed["alerts"] == {"skipped": "alerts disabled for this run"}
+    # the XCom says what happened: the command was not started, the retraining conf is there for the DAG
+    assert pushed["retraining"] == {"command": {"skipped": BACKFILL_SKIP}}
+    assert pushed["retrain_conf"]["batch_id"] == "2024-01-02"
+    assert not (project / "started").exists()
     ctx = context("backfill")
     with pytest.raises(AirflowFailException):
         monitor(project, "2024-01-02", backfill_alerts=True).execute(ctx)
-    assert "skipped" not in ctx["ti"].pushed["return_value"]["alerts"]
+    pushed = ctx["ti"].pushed["return_value"]
+    assert "skipped" not in pushed["alerts"]
+    assert pushed["retraining"] == {"command": {"returncode": 0}} and (project / "started").exists()
     assert stored(project) == [("2024-01-02", "failed")]  # one copy of the batch
+
+
+def failing(check: str, target: str, severity: str = "high", importance: float | None = None) -> Any:
+    from driftline.checks.result import CheckResult
+
+    details = {"importance": {"share": importance, "rank": 1, "of": 9}} if importance is not None else {}
+    return CheckResult(check=check, target=target, severity=severity, details=details)
+
+
+def run_summary(results: list[Any]) -> Any:
+    from driftline.tasks.pipeline import RunSummary
+
+    return RunSummary("m", "b1", "2024-01-01T00:00:00", 100, "failed", "high", results)
+
+
+def test_verdict_lists_model_failures_first_and_all_of_them() -> None:
+    features = [failing("drift.numeric", f"f{i}") for i in range(7)]
+    features[6] = failing("drift.numeric", "f6", importance=0.4)  # the feature the model relies on most
+    model = [failing("drift.prediction", "prediction"), failing("performance.overall", "accuracy")]
+    medium = failing("performance.calibration", "ece", severity="medium")
+    summary = run_summary([*features, medium, *model])
+    assert verdict(summary, "high") == (
+        "m batch b1: worst severity high reached fail_on=high (drift.prediction[prediction], "
+        "performance.overall[accuracy], drift.numeric[f6], drift.numeric[f0], drift.numeric[f1], "
+        "drift.numeric[f2], drift.numeric[f3], +2 more)"
+    )
+    # at fail_on=medium the medium model-level result is listed too, after the high ones
+    assert "performance.overall[accuracy], performance.calibration[ece], drift.numeric[f6]" in verdict(
+        summary, "medium"
+    )
+    many_model = [failing("fairness.statistical_parity", f"SEX={i}") for i in range(8)]
+    text = verdict(run_summary([*features[:3], *many_model]), "high")
+    assert all(f"fairness.statistical_parity[SEX={i}]" in text for i in range(8))
+    assert "more" not in text and text.index("SEX=7") < text.index("drift.numeric[f0]")
+
+
+def test_xcom_failing_checks_keep_every_model_failure() -> None:
+    features = [failing("drift.numeric", f"f{i}") for i in range(25)]
+    listed = failing_checks(run_summary([*features, failing("performance.overall", "auc")]), "high")
+    assert [c["target"] for c in listed] == ["auc"] + [f"f{i}" for i in range(MAX_FAILING)]
+
+
+def test_a_target_cannot_forge_a_log_line() -> None:
+    text = verdict(run_summary([failing("drift.numeric", "x\nERROR fake\x1b[31m")]), "high")
+    assert "\n" not in text and "\x1b" not in text and "x\\nERROR fake\\x1b[31m" in text
+
+
+def run_context(
+    run_type: str,
+    logical: datetime | None = None,
+    interval_start: datetime | None = None,
+    conf: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A task context the way Airflow 3 builds it: date keys only when the run has a logical date."""
+    ctx = {"ti": FakeTI(), "dag_run": SimpleNamespace(run_type=run_type, conf=conf or {})}
+    if logical is not None:
+        ctx.update(logical_date=logical, data_interval_start=interval_start)
+    return ctx
+
+
+def test_batch_of_each_kind_of_run() -> None:
+    june, dec = datetime(2018, 6, 1, tzinfo=UTC), datetime(2018, 12, 1, tzinfo=UTC)
+    today = datetime(2026, 6, 1, tzinfo=UTC)
+    # the UI's Trigger button: no logical date, an empty conf or one naming the batch
+    assert chosen_batch(run_context("manual"), None, "%Y-%m")[0] is None
+    assert chosen_batch(run_context("manual", conf={"batch_id": "2017-06"}), None, "%Y-%m")[0] == "2017-06"
+    # a manual run given a logical date: Airflow infers its interval from today, the date names the batch
+    assert chosen_batch(run_context("manual", dec, today), None, "%Y-%m")[0] == "2018-12"
+    # scheduled and backfill runs: the start of their interval
+    assert chosen_batch(run_context("backfill", june, june), None, "%Y-%m-%d")[0] == "2018-06-01"
+    assert chosen_batch(run_context("scheduled", dec, june), None, "%Y-%m")[0] == "2018-06"
+    # the conf wins over the operator's batch_id, which wins over the run's date
+    assert chosen_batch(run_context("backfill", june, june), "2017-12", "%Y-%m")[0] == "2017-12"
+    ctx = run_context("backfill", june, june, conf={"batch_id": "2016-06"})
+    assert chosen_batch(ctx, "2017-12", "%Y-%m")[0] == "2016-06"
+    with pytest.raises(ValueError, match="conf gives batch_id 7"):
+        chosen_batch(run_context("manual", conf={"batch_id": 7}), None, "%Y-%m")
+
+
+def test_only_a_manual_run_with_a_logical_date_is_told_about_backfills() -> None:
+    dec = datetime(2018, 12, 1, tzinfo=UTC)
+    note = stray_run_note(run_context("manual", dec, dec))
+    assert note is not None and "2018-12-01" in note and "--reprocess-behavior completed" in note
+    assert stray_run_note(run_context("manual")) is None
+    assert stray_run_note(run_context("backfill", dec, dec)) is None
+
+
+def test_a_run_without_logical_date_monitors_the_newest_batch(project: Path) -> None:
+    ctx = run_context("manual")
+    with pytest.raises(AirflowSkipException):  # the newest batch, 2024-01-03, is empty
+        DriftlineMonitorOperator(task_id="m", spec_path=str(project / "monitor.yaml")).execute(ctx)
+    assert ctx["ti"].pushed["return_value"]["batch_id"] == "2024-01-03"
+    ctx = run_context("manual", conf={"batch_id": "2024-01-01"})
+    summary = DriftlineMonitorOperator(task_id="m", spec_path=str(project / "monitor.yaml")).execute(ctx)
+    assert summary["batch_id"] == "2024-01-01"
+    with pytest.raises(AirflowFailException, match="give the batch id as text"):
+        monitor(project, None).execute(run_context("manual", conf={"batch_id": ["2024-01-01"]}))
 
 
 def test_templated_fields() -> None:
     assert set(DriftlineMonitorOperator.template_fields) == {"spec_path", "batch_id", "store_url"}
-    assert (
-        DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id == "{{ data_interval_start | ds }}"
-    )
+    # no template by default: a run without a logical date has no `data_interval_start` to render
+    assert DriftlineMonitorOperator(task_id="m", spec_path="s.yaml").batch_id is None
     templated = set(DriftlineCheckOperator.template_fields)
     assert {"check", "reference", "current", "check_params", "model"} <= templated
 
@@ -173,6 +284,68 @@ def test_database_url_from_connection_fields() -> None:
     assert sqlalchemy_url(explicit) == "sqlite:///x.db"
     with pytest.raises(ValueError, match="conn type 'mysql'"):
         sqlalchemy_url(SimpleNamespace(conn_id="db", conn_type="mysql", extra_dejson={}))
+
+
+def pg_connection(**fields: Any) -> SimpleNamespace:
+    base = {
+        "conn_id": "db",
+        "conn_type": "postgres",
+        "host": "db.local",
+        "port": 5432,
+        "login": "ml",
+        "password": "pw",
+        "schema": "drift",
+        "extra_dejson": {},
+    }
+    return SimpleNamespace(**{**base, **fields})
+
+
+def test_connection_extras_reach_the_driver_as_query_parameters() -> None:
+    from sqlalchemy import make_url
+    from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+
+    extras = {"sslmode": "verify-full", "sslrootcert": "/etc/ssl/ca b&c.pem", "connect_timeout": 10}
+    url = make_url(sqlalchemy_url(pg_connection(extra_dejson={**extras, "cursor": "dictcursor"})))
+    # what psycopg is given to connect with (the PostgreSQL hook's own `cursor` extra left out)
+    _, kwargs = PGDialect_psycopg().create_connect_args(url)
+    assert {k: kwargs[k] for k in extras} == {k: str(v) for k, v in extras.items()}
+    assert "cursor" not in kwargs and kwargs["host"] == "db.local" and kwargs["dbname"] == "drift"
+    # an explicit URL keeps its own query and gains the other extras
+    given = {"url": "postgresql+psycopg://u@h/d?application_name=drift", "sslmode": "require"}
+    url = make_url(sqlalchemy_url(pg_connection(extra_dejson=given)))
+    assert dict(url.query) == {"application_name": "drift", "sslmode": "require"}
+    sqlite = SimpleNamespace(conn_id="db", conn_type="sqlite", host="/tmp/h.db", extra_dejson={"timeout": 5})
+    assert sqlalchemy_url(sqlite) == "sqlite:////tmp/h.db?timeout=5"
+    with pytest.raises(ValueError, match="extra 'options' is a dict"):
+        sqlalchemy_url(pg_connection(extra_dejson={"options": {"a": 1}}))
+    with pytest.raises(ValueError, match="extra 'iam' asks for a cloud token"):
+        sqlalchemy_url(pg_connection(extra_dejson={"iam": True, "aws_conn_id": "aws"}))
+
+
+def test_a_schema_holding_url_syntax_stays_the_database_name() -> None:
+    from sqlalchemy import make_url
+
+    url = make_url(sqlalchemy_url(pg_connection(schema="prod?host=evil&sslmode=disable")))
+    assert (url.host, url.database, dict(url.query)) == ("db.local", "prod?host=evil&sslmode=disable", {})
+
+
+@pytest.mark.parametrize("host", ["evil.local/x", "db.local?sslmode=disable"])
+def test_a_host_holding_url_syntax_is_refused(host: str) -> None:
+    # SQLAlchemy writes a host as it is: a host that would read back as another one is refused
+    with pytest.raises(ValueError, match=re.escape(f"connection 'db': its host '{host}' cannot be written")):
+        sqlalchemy_url(pg_connection(host=host))
+
+
+def test_login_and_password_are_url_encoded() -> None:
+    from sqlalchemy import make_url
+
+    url = make_url(sqlalchemy_url(pg_connection(login="m l@x", password="p@ss/w:?#&=")))
+    assert (url.username, url.password, url.host, url.database) == (
+        "m l@x",
+        "p@ss/w:?#&=",
+        "db.local",
+        "drift",
+    )
 
 
 def test_store_url_precedence(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

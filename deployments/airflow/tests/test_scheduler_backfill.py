@@ -135,6 +135,7 @@ def airflow_env(root: Path, db: URL, api_port: int) -> dict[str, str]:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": airflow_db,
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "2",
             "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",

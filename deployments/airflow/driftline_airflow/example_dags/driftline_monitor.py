@@ -10,6 +10,9 @@ has its own limit, 10 by default, and ignores the DAG's `max_active_runs`):
     airflow backfill create --dag-id driftline_acs_monitor --from-date 2016-06-01 --to-date 2018-12-01 \\
         --max-active-runs 1
 
+Triggered by hand (the UI's Trigger button, `airflow dags trigger`), a run monitors the batch its conf
+names (`{"batch_id": "2017-06"}`), else the newest batch; with a logical date, the batch of that date.
+
 Both DAGs are unpaused on creation: a backfill of a paused DAG, or a retraining run triggered on a
 paused DAG, stays queued without a word. The history store keeps one copy per batch however often an
 interval runs.
@@ -22,7 +25,7 @@ from typing import Any
 
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import DAG, CronDataIntervalTimetable, TriggerRule, task
+from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TriggerRule, task
 from airflow.sdk.exceptions import AirflowSkipException
 
 from driftline_airflow.operators import DriftlineMonitorOperator
@@ -42,6 +45,8 @@ with DAG(
     # No scheduled run is due (catchup is off and the demo's intervals are past): unpaused, the DAG
     # only runs what a backfill or a user asks for, without a separate `airflow dags unpause`.
     is_paused_upon_creation=False,
+    # The trigger form's field: the batch a run started by hand monitors (empty: the newest batch).
+    params={"batch_id": Param(None, type=["null", "string"], description="batch id, e.g. 2017-06")},
     tags=["driftline", "example"],
 ) as dag:
 
@@ -55,7 +60,7 @@ with DAG(
     monitor = DriftlineMonitorOperator(
         task_id="monitor",
         spec_path=monitor_spec(),
-        batch_id="{{ data_interval_start.strftime('%Y-%m') }}",
+        batch_format="%Y-%m",  # the demo's batches are months: the interval [2018-06-01, ...) is 2018-06
     )
 
     # The DAG run fails with the monitor (this leaf is then upstream_failed); an empty batch skips both.
@@ -63,10 +68,12 @@ with DAG(
 
     @task(trigger_rule=TriggerRule.ONE_FAILED)
     def retraining_conf(ti: Any = None) -> dict[str, Any]:
-        """The retraining DAG's conf when the monitor failed on the model (not when it crashed)."""
+        """The retraining DAG's conf when the monitor's run asked for retraining (its `retrain_conf`:
+        the spec's `retrain` threshold reached on the newest batch), not when it crashed."""
         summary = ti.xcom_pull(task_ids="monitor")
-        if not summary or summary.get("status") != "failed":
-            raise AirflowSkipException("the monitor did not fail on the model; nothing to retrain")
+        if not summary or not summary.get("retrain_conf"):
+            retraining = (summary or {}).get("retraining")
+            raise AirflowSkipException(f"the monitor asked for no retraining ({retraining or 'none due'})")
         return {
             "monitor": summary["monitor"],
             "batch_id": summary["batch_id"],

@@ -15,22 +15,14 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from driftline_airflow.batches import chosen_batch, run_type, stray_run_note
 from driftline_airflow.connections import DB_CONN_ID, SLACK_CONN_ID, resolve_store_url, with_slack_connection
-from driftline_airflow.xcom import failing_checks, severity_counts, strict_json
+from driftline_airflow.xcom import failing_checks, severity_counts, strict_json, verdict
 
 XCOM_RETURN_KEY = "return_value"
 # The core's severity scale (`driftline.checks.result.SEVERITIES`, a test keeps them equal), named here
 # so that checking `fail_on` while a DAG file is parsed does not import the core and its pandas.
 SEVERITIES = ("none", "low", "medium", "high")
-# The batch a data interval covers is named after the day the interval starts.
-DEFAULT_BATCH_ID = "{{ data_interval_start | ds }}"
-
-
-def run_type(context: Any) -> str:
-    """The DAG run's type (`scheduled`, `manual`, `backfill`, ...), '' when unknown."""
-    dag_run = context.get("dag_run")
-    value = getattr(dag_run, "run_type", None)
-    return str(getattr(value, "value", value) or "")
 
 
 def task_instance_ids(context: Any) -> tuple[str | None, str | None]:
@@ -48,16 +40,23 @@ class DriftlineMonitorOperator(BaseOperator):
     """Run the driftline monitor of `spec_path` over batch `batch_id` and push its summary to XCom.
 
     :param spec_path: the monitor spec (YAML). Templated.
-    :param batch_id: the batch to evaluate; default the day the data interval starts (the interval
-        [2024-05-01, 2024-05-02) monitors batch `2024-05-01`). Empty: the newest batch. Templated.
+    :param batch_id: the batch to evaluate; default (None) decided when the task runs: the run's conf
+        `batch_id`, else the run's date as `batch_format` (a scheduled or backfill run's data interval
+        start, a manual run's logical date), else the newest batch (a run without a logical date,
+        as the UI's Trigger button makes). Empty: the newest batch. The run's conf `batch_id` wins
+        over this argument too. Templated.
+    :param batch_format: how the run's date names its batch (`strftime`), default `%Y-%m-%d`.
     :param fail_on: the severity at which the task fails (`none` never fails); default the spec's
         `fail_on`. The stored run keeps the spec's verdict either way.
     :param alerts: process alerts (incidents, Slack or console) for this run.
     :param retrain: start the spec's retraining command or webhook when the run reaches it.
-    :param backfill_alerts: in backfill runs, alerts and retraining are off (as under `driftline
-        backfill`) unless this is set.
+    :param backfill_alerts: in backfill runs, alerts are off and the spec's retraining command or
+        webhook is not started (as under `driftline backfill`) unless this is set. The retraining
+        decision is made either way: the XCom's `retraining` says what was started or skipped, and
+        `retrain_conf` is what a DAG triggers its retraining DAG with.
     :param store_url: the history database (SQLAlchemy URL); default the spec's `store_url`, else
-        $DRIFTLINE_DATABASE_URL, else the `db_conn_id` connection, else ./driftline.db. Templated.
+        $DRIFTLINE_DATABASE_URL, else the `db_conn_id` connection, else driftline.db beside the
+        spec. Templated.
     :param db_conn_id: the Airflow connection of the history database.
     :param slack_conn_id: the Airflow connection holding the Slack bot token (password) or incoming
         webhook URL, used when the spec's environment variable is unset.
@@ -70,7 +69,8 @@ class DriftlineMonitorOperator(BaseOperator):
         self,
         *,
         spec_path: str,
-        batch_id: str | None = DEFAULT_BATCH_ID,
+        batch_id: str | None = None,
+        batch_format: str = "%Y-%m-%d",
         fail_on: str | None = None,
         alerts: bool = True,
         retrain: bool = True,
@@ -85,6 +85,7 @@ class DriftlineMonitorOperator(BaseOperator):
             raise ValueError(f"fail_on must be one of {', '.join(SEVERITIES)} or None, not {fail_on!r}")
         self.spec_path = spec_path
         self.batch_id = batch_id
+        self.batch_format = batch_format
         self.fail_on = fail_on
         self.alerts = alerts
         self.retrain = retrain
@@ -97,24 +98,25 @@ class DriftlineMonitorOperator(BaseOperator):
         """Run the monitor; return (push) the summary, or push it and fail or skip the task."""
         from driftline.tasks.model import ModelError
         from driftline.tasks.pipeline import run_monitor
+        from driftline.tasks.safe_text import printable
         from driftline.tasks.sources import SourceError
         from driftline.tasks.spec import SpecError, severity_at_least
         from driftline_airflow.driver import AirflowDriver
 
         try:
             spec = self.prepared_spec()
+            batch_id, why = chosen_batch(context, self.batch_id, self.batch_format)
         except (SpecError, ValueError) as exc:
             raise AirflowFailException(str(exc)) from None
-        backfill = run_type(context) == "backfill"
-        act = not backfill or self.backfill_alerts
-        driver = AirflowDriver(spec, *task_instance_ids(context))
+        self.log.info("batch %s: %s", printable(batch_id or "(newest)"), why)
+        note = stray_run_note(context)
+        if note:
+            self.log.warning("%s", note)
+        act = run_type(context) != "backfill" or self.backfill_alerts
+        driver = AirflowDriver(spec, *task_instance_ids(context), start_retraining=act)
         try:
             summary = run_monitor(
-                spec,
-                self.batch_id or None,
-                driver=driver,
-                alerts=self.alerts and act,
-                retrain=self.retrain and act,
+                spec, batch_id, driver=driver, alerts=self.alerts and act, retrain=self.retrain
             )
         except (SourceError, SpecError, ModelError) as exc:
             raise AirflowFailException(str(exc)) from None
@@ -130,11 +132,7 @@ class DriftlineMonitorOperator(BaseOperator):
             raise AirflowSkipException(f"batch {summary.batch_id} of {summary.monitor} is empty")
         if failed:
             context["ti"].xcom_push(key=XCOM_RETURN_KEY, value=payload)
-            checks = ", ".join(f"{c['check']}[{c['target']}]" for c in payload["failing_checks"][:5])
-            raise AirflowFailException(
-                f"{summary.monitor} batch {summary.batch_id}: worst severity {summary.worst_severity} "
-                f"reached fail_on={fail_on} ({checks})"
-            )
+            raise AirflowFailException(verdict(summary, fail_on))
         return payload
 
     def prepared_spec(self) -> Any:
