@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 from typing import Any, Literal
@@ -415,6 +416,20 @@ def _validate_checks(spec: MonitorSpec, source: str) -> None:
             raise SpecError(f"{source}: checks.{i}: {exc}") from None
 
 
+class SpecLoader(yaml.SafeLoader):
+    """YAML as a spec is read: booleans are `true` and `false` only (YAML 1.2), so a key such as
+    `retrain.on` stays the word "on" instead of becoming True as YAML 1.1's yes/no/on/off would."""
+
+
+SpecLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
 def load_spec(path: str | Path) -> MonitorSpec:
     """Read and validate a monitor spec file."""
     path = Path(path)
@@ -423,7 +438,7 @@ def load_spec(path: str | Path) -> MonitorSpec:
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the monitor spec ({exc.strerror})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=SpecLoader)
         spec = parse_spec(data, str(path), path.resolve().parent)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

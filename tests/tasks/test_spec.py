@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +127,17 @@ def test_a_model_whose_prediction_column_another_role_holds_is_named_when_the_sp
         load_spec(write(tmp_path, text))
     named = text.replace("ignore: [prediction]", "ignore: [prediction], prediction: model_prediction")
     assert load_spec(write(tmp_path, named)).columns["prediction"] == "model_prediction"
+
+
+def test_retrain_on_written_as_plain_yaml_is_the_key_on(tmp_path: Path) -> None:
+    """YAML 1.1 reads a bare `on:` key as the boolean True; the spec reads YAML 1.2 booleans (true and
+    false only), so the documented `retrain: {on: [performance]}` works as written."""
+    spec = tmp_path / "monitor.yaml"
+    spec.write_text(
+        "name: m\nreference: {path: ref.parquet}\nbatches: {path: 'b/{batch}.parquet'}\n"
+        "checks: [drift.numeric]\nretrain:\n  on: [performance, drift]\n  command: [echo, hi]\n"
+        "alerts:\n  console: true\n"
+    )
+    loaded = load_spec(spec)
+    assert loaded.retrain is not None and loaded.retrain.on == ["performance", "drift"]
+    assert loaded.alerts.console is True
