@@ -84,6 +84,7 @@ class DataSet:
     roles: dict[str, Any]
     checks: tuple[str, ...]
     shifts: list[Shift] = field(default_factory=list)
+    scorer: Scorer | None = None  # re-scores a batch whose model inputs changed
 
 
 # --- batches -------------------------------------------------------------------------------------
@@ -224,7 +225,13 @@ def census(seed: int = 0) -> DataSet:
     ]
     reference, pool = scorer(base.iloc[6000:12000]), scorer(base.iloc[12000:])
     return DataSet(
-        "census", reference.reset_index(drop=True), pool.reset_index(drop=True), roles, TABULAR_CHECKS, shifts
+        "census",
+        reference.reset_index(drop=True),
+        pool.reset_index(drop=True),
+        roles,
+        TABULAR_CHECKS,
+        shifts,
+        scorer,
     )
 
 
@@ -259,7 +266,13 @@ def adult(seed: int = 0) -> DataSet:
     ]
     reference, pool = scorer(rest.iloc[:10000]), scorer(rest.iloc[10000:])
     return DataSet(
-        "adult", reference.reset_index(drop=True), pool.reset_index(drop=True), roles, TABULAR_CHECKS, shifts
+        "adult",
+        reference.reset_index(drop=True),
+        pool.reset_index(drop=True),
+        roles,
+        TABULAR_CHECKS,
+        shifts,
+        scorer,
     )
 
 
@@ -279,7 +292,7 @@ def text(seed: int = sentiment_model.SEED) -> DataSet:
     shifts = [other_domain(d, sentences, scorer) for d in ("tweets", "nyt_editorials", "product_reviews")]
     shifts += [label_prior("label"), label_noise("label")]
     pool = scorer(parts["held_out"].reset_index(drop=True))
-    return DataSet("text", reference, pool, roles, TEXT_CHECKS, shifts)
+    return DataSet("text", reference, pool, roles, TEXT_CHECKS, shifts, scorer)
 
 
 def monitor_roles(spec: Any) -> dict[str, Any]:
