@@ -224,15 +224,7 @@ def census(seed: int = 0) -> DataSet:
         label_noise(demo.LABEL),
     ]
     reference, pool = scorer(base.iloc[6000:12000]), scorer(base.iloc[12000:])
-    return DataSet(
-        "census",
-        reference.reset_index(drop=True),
-        pool.reset_index(drop=True),
-        roles,
-        TABULAR_CHECKS,
-        shifts,
-        scorer,
-    )
+    return tabular("census", reference, pool, roles, shifts, scorer)
 
 
 def adult(seed: int = 0) -> DataSet:
@@ -265,15 +257,7 @@ def adult(seed: int = 0) -> DataSet:
         label_noise("income"),
     ]
     reference, pool = scorer(rest.iloc[:10000]), scorer(rest.iloc[10000:])
-    return DataSet(
-        "adult",
-        reference.reset_index(drop=True),
-        pool.reset_index(drop=True),
-        roles,
-        TABULAR_CHECKS,
-        shifts,
-        scorer,
-    )
+    return tabular("adult", reference, pool, roles, shifts, scorer)
 
 
 def text(seed: int = sentiment_model.SEED) -> DataSet:
@@ -293,6 +277,26 @@ def text(seed: int = sentiment_model.SEED) -> DataSet:
     shifts += [label_prior("label"), label_noise("label")]
     pool = scorer(parts["held_out"].reset_index(drop=True))
     return DataSet("text", reference, pool, roles, TEXT_CHECKS, shifts, scorer)
+
+
+def tabular(
+    name: str,
+    reference: pd.DataFrame,
+    pool: pd.DataFrame,
+    roles: dict[str, Any],
+    shifts: list[Shift],
+    scorer: Scorer,
+) -> DataSet:
+    """A tabular data set with the common checks, its frames indexed from zero."""
+    return DataSet(
+        name,
+        reference.reset_index(drop=True),
+        pool.reset_index(drop=True),
+        roles,
+        TABULAR_CHECKS,
+        shifts,
+        scorer,
+    )
 
 
 def monitor_roles(spec: Any) -> dict[str, Any]:

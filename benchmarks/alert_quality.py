@@ -447,20 +447,24 @@ def evaluate(data: DataSet, plan: Plan, pythons: dict[str, Path], seed: int, sta
     return outcome
 
 
-def parse_args() -> argparse.Namespace:
-    """The command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="about 40 clean batches per data set")
+def peer_parser(doc: str | None, quick: str, peers_by_default: bool) -> argparse.ArgumentParser:
+    """The options an alert benchmark shares: --quick, --peers/--no-peers, --cache and --markdown."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument(
         "--peers",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="run Evidently and NannyML on the same batches (default: yes)",
+        default=peers_by_default,
+        help=f"run the peers on the same batches (default: {'yes' if peers_by_default else 'no'})",
     )
     parser.add_argument("--cache", type=Path, default=default_cache(), help="the peers' virtualenv folder")
     parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown to this file")
+    return parser
+
+
+def parse_args() -> argparse.Namespace:
+    """The command line (see the module docstring)."""
+    parser = peer_parser(__doc__, "about 40 clean batches per data set", peers_by_default=True)
     parser.add_argument(
         "--data", nargs="*", choices=sorted(alert_data.DATA_SETS), help="only these data sets"
     )

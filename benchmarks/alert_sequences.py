@@ -44,7 +44,7 @@ from sqlalchemy import select
 
 from benchmarks import alert_data, sequence_data
 from benchmarks.alert_data import DataSet
-from benchmarks.alert_quality import markdown_table, progress
+from benchmarks.alert_quality import markdown_table, peer_parser, progress
 from benchmarks.measure import table
 from benchmarks.monitor_sequence import MIN_SEVERITY, MonitoredSequence, Tally, batch_index
 from driftline.checks.result import severity_rank
@@ -453,18 +453,7 @@ def peer_section(
 
 def parse_args() -> argparse.Namespace:
     """The command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="100 clean batches, 2 sequences per ramp")
-    parser.add_argument(
-        "--peers",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="run Evidently and NannyML on the clean and ramp batches (default: no)",
-    )
-    parser.add_argument("--cache", type=Path, help="the peers' virtualenv folder")
-    parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown to this file")
+    parser = peer_parser(__doc__, "100 clean batches, 2 sequences per ramp", peers_by_default=False)
     parser.add_argument("--clean", type=int, help="clean batches per data set")
     parser.add_argument("--sequences", type=int, help="seeded sequences per ramp and persistent shift")
     parser.add_argument("--ramp-batches", type=int, help="batches per ramp sequence")
@@ -521,15 +510,13 @@ def run_parts(bench: Bench, parts: Sequence[str], cache: Path | None) -> list[Se
 def main() -> None:
     from threadpoolctl import threadpool_limits
 
-    from benchmarks.alert_quality import default_cache
-
     args = parse_args()
     for noisy in ("driftline", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     threadpool_limits(limits=1)
     started = time.perf_counter()
     plan = chosen_plan(args)
-    cache = (args.cache or default_cache()) if args.peers else None
+    cache = args.cache if args.peers else None
     with tempfile.TemporaryDirectory(prefix="alert-sequences-") as tmp, SlackStandIn() as slack:
         bench = Bench(Path(tmp), slack, plan, args.seed, started, peers=cache is not None)
         sections = run_parts(bench, args.parts, cache)
