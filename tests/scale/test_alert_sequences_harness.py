@@ -2,7 +2,8 @@
 
 Five clean census batches, then three with the age reported in months: the harness's tally is
 checked against plain SQL on the monitor's SQLite store, the stand-in's own message list and the
-retraining file, and the first page falls on the first shifted batch.
+retraining file, and the first page falls on the first shifted batch. The sub-population ramp and
+the id-like column are checked against their definitions.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+from scipy import stats
 
 from benchmarks import alert_data, sequence_data
 from benchmarks.monitor_sequence import MonitoredSequence, batch_id
@@ -86,3 +90,21 @@ def test_tally_matches_an_independent_reading_of_the_store(
     assert tally.retrains == len(monitor.retrain_log.read_text().splitlines()) >= 1
     assert retrained <= failing
     assert not retrained & {batch_id(i) for i in range(1, CLEAN + 1)}
+
+
+def test_oversampled_category_takes_its_pool_share_plus_the_ramp() -> None:
+    pool = pd.DataFrame({"c": ["a"] * 200 + ["b"] * 800, "x": np.arange(1000)})
+    make = sequence_data.oversampled("c", "a")
+    for s in (0.0, 0.1, 0.35):
+        batch = make(pool, s, 500, np.random.default_rng(1))
+        assert (batch["c"] == "a").sum() == round((0.2 + s) * 500)
+        assert len(batch) == 500
+
+
+def test_zipf_ids_follow_one_over_k() -> None:
+    """The id column's level frequencies against p_k ∝ 1/k (scipy's chi-square goodness of fit)."""
+    levels, rows = 50, 200_000
+    ids = sequence_data.zipf_ids(levels, rows, np.random.default_rng(2))
+    observed = ids.value_counts().reindex([f"A{k}" for k in range(levels)], fill_value=0).to_numpy()
+    weights = 1.0 / np.arange(1, levels + 1)
+    assert stats.chisquare(observed, rows * weights / weights.sum()).pvalue > 0.001
