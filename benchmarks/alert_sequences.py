@@ -350,6 +350,7 @@ def season_section(bench: Bench) -> Section:
     ):
         first.setdefault(f"{row.check}: {row.target}", years[batch_index(row.opened_batch) - 1])
     rows = [[key, str(n), str(t.resolved[key]), str(first[key])] for key, n in t.opened.most_common()]
+    rows = rows or [["none", "0", "0", "–"]]
     notes = [
         f"{len(chunks)} batches of about {bench.plan.season_rows:,} rows ({years[0]}–{years[-1]}, year "
         f"order); {t.paging_runs} runs paged, {t.incidents} incidents, {t.posts} Slack posts and "
@@ -458,6 +459,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--sequences", type=int, help="seeded sequences per ramp and persistent shift")
     parser.add_argument("--ramp-batches", type=int, help="batches per ramp sequence")
     parser.add_argument("--persistent-batches", type=int, help="batches per persistent-shift sequence")
+    parser.add_argument("--id-repeats", type=int, help="clean batches per size in the id-column part")
     parser.add_argument("--data", nargs="*", choices=("census", "adult"), help="only these data sets")
     parser.add_argument(
         "--parts",
@@ -481,6 +483,7 @@ def chosen_plan(args: argparse.Namespace) -> Plan:
         "sequences": args.sequences,
         "ramp_batches": args.ramp_batches,
         "persistent_batches": args.persistent_batches,
+        "id_repeats": args.id_repeats,
         "data": tuple(args.data) if args.data else None,
         "shift_data": tuple(args.data) if args.data else None,
     }
