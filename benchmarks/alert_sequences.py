@@ -111,9 +111,11 @@ class Section:
     notes: list[str]
 
     def text(self) -> str:
+        """The section as a fixed-width text table."""
         return "\n".join([self.title, "", table(self.rows, tuple(self.header)), *self.notes])
 
     def markdown(self) -> str:
+        """The section as Markdown."""
         notes = ["", *[f"- {n}" for n in self.notes]] if self.notes else []
         return "\n".join([f"### {self.title}", "", markdown_table(self.header, self.rows), *notes])
 
@@ -169,6 +171,7 @@ def run_until_page(monitor: MonitoredSequence, batches: Sequence[pd.DataFrame]) 
 
 
 def per_100(count: int, runs: int) -> str:
+    """A count per 100 runs."""
     return f"{100 * count / runs:.1f}" if runs else "–"
 
 
@@ -183,6 +186,7 @@ def spread(values: Sequence[int | None], batches: int) -> str:
 
 
 def top(counts: Counter[str], n: int = 3) -> str:
+    """The `n` most frequent keys with their counts, in one line."""
     return ", ".join(f"{k} ×{v}" for k, v in counts.most_common(n)) or "none"
 
 

@@ -121,6 +121,7 @@ class MonitoredSequence:
         self.edits_before = len(slack.updates)
 
     def _posts(self) -> int:
+        """Messages the stand-in has accepted for posting so far (top-level and replies)."""
         return sum(r.path == POST_PATH for r in self.slack.accepted())
 
     def run(self, batch: pd.DataFrame) -> dict[str, Any]:
