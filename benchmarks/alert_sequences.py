@@ -13,9 +13,11 @@ On real data (`benchmarks/alert_data.py`: the census, ACS 2015, and UCI Adult; b
    `drift.categorical` grades it low or worse on clean batches of 100 to 50,000 rows;
 5. seasons: a census monitor of ACS 2015 fed the 2016–2018 surveys in year order: incidents opened
    and resolved per target (flapping);
-6. with --peers: Evidently 0.7 (DataDriftPreset) and NannyML 0.13 (univariate drift, one chunk per
-   batch) on the same clean and ramp batches (`benchmarks/alert_quality_peers.py`): batches to first
-   alarm and false alarms per 100 clean batches, beside driftline's.
+6. with --peers: Evidently 0.7 (DataDriftPreset), NannyML 0.13 (univariate drift, one chunk per
+   batch) and alibi-detect 0.13's online detectors (CVMDriftOnline on the numeric columns,
+   FETDriftOnline on the binary ones, fed row by row) on the same clean and ramp batches
+   (`benchmarks/alert_quality_peers.py`): batches to first alarm and false alarms per 100 clean
+   batches, beside driftline's.
 
 A page is an incident opened at or above `alerts.min_severity` (medium); a sequence that pages stops
 there in sections 2 and 3. Everything is counted from the store, the Slack stand-in and the retraining
@@ -42,7 +44,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import select
 
-from benchmarks import alert_data, sequence_data
+from benchmarks import alert_data, alert_quality, sequence_data
 from benchmarks.alert_data import DataSet
 from benchmarks.alert_quality import markdown_table, peer_parser, progress
 from benchmarks.measure import table
@@ -94,7 +96,10 @@ QUICK = Plan(
 )
 RAMP_ROWS = 1_000
 ID_LEVELS = (1_000, 10_000)
+# the alert-quality peers, and alibi-detect's online detectors in a virtualenv of their own
+PEERS = {**alert_quality.PEERS, "alibi": (("alibi-detect==0.13.0",), "alibi_detect", "0.13.0")}
 PEER_SIGNALS = {
+    "alibi.online_drift": "alibi-detect: online CVM/FET",
     "evidently.dataset_drift": "Evidently: dataset drift",
     "evidently.drifted_columns": "Evidently: any column drifted",
     "nannyml.univariate_drift": "NannyML: univariate drift",
@@ -411,13 +416,11 @@ def peer_section(
     bench: Bench, cache: Path, clean: dict[str, Tally], firsts: dict[tuple[str, str], list[int | None]]
 ) -> Section:
     """The peers on every data set's clean and ramp batches, beside driftline."""
-    from benchmarks import alert_quality
-
-    pythons = alert_quality.ready_peers(cache, bench.started)
+    pythons = alert_quality.ready_peers(cache, bench.started, PEERS)
     plan = bench.plan
     header = ["data set", "signal", "false alarms /100 clean (× driftline)"]
     rows: list[list[str]] = []
-    missing = sorted(set(alert_quality.PEERS) - set(pythons))
+    missing = sorted(set(PEERS) - set(pythons))
     notes = [f"left out (could not be installed): {', '.join(missing)}"] if missing else []
     for name, kept in bench.peer_batches.items():
         ramps = [key[1] for key in firsts if key[0] == name]
@@ -445,7 +448,7 @@ def peer_section(
         )
         rows += peer_rows(name, outcome, labels, ours, plan)
         notes.append(f"{name}: ramps in order: " + "; ".join(f"{i}. {r}" for i, r in enumerate(ramps, 1)))
-        notes += [n for n in outcome.notes if "failed" in n]
+        notes += [*outcome.notes, *[f"† {e}" for e in dict.fromkeys(outcome.peer_errors)]]
     notes.append(
         "a peer alarms on a batch by itself (it has no incidents), so its false alarms are per batch; "
         "driftline's are runs that opened an incident"
