@@ -97,7 +97,7 @@ QUICK = Plan(
 RAMP_ROWS = 1_000
 ID_LEVELS = (1_000, 10_000)
 # the alert-quality peers, and alibi-detect's online detectors in a virtualenv of their own
-PEERS = {**alert_quality.PEERS, "alibi": (("alibi-detect==0.13.0",), "alibi_detect", "0.13.0")}
+PEERS = {**alert_quality.PEERS, "alibi": (("alibi-detect==0.13.0", "pyarrow<18"), "alibi_detect", "0.13.0")}
 PEER_SIGNALS = {
     "alibi.online_drift": "alibi-detect: online CVM/FET",
     "evidently.dataset_drift": "Evidently: dataset drift",
