@@ -453,6 +453,7 @@ def peer_section(
         "a peer alarms on a batch by itself (it has no incidents), so its false alarms are per batch; "
         "driftline's are runs that opened an incident"
     )
+    rows = [row + ["–"] * (len(header) - len(row)) for row in rows]  # a data set without ramps
     return Section("Peers on the same batches", header, rows, notes)
 
 
