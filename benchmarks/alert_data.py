@@ -84,6 +84,7 @@ class DataSet:
     roles: dict[str, Any]
     checks: tuple[str, ...]
     shifts: list[Shift] = field(default_factory=list)
+    scorer: Scorer | None = None  # re-scores a batch whose model inputs changed
 
 
 # --- batches -------------------------------------------------------------------------------------
@@ -223,9 +224,7 @@ def census(seed: int = 0) -> DataSet:
         label_noise(demo.LABEL),
     ]
     reference, pool = scorer(base.iloc[6000:12000]), scorer(base.iloc[12000:])
-    return DataSet(
-        "census", reference.reset_index(drop=True), pool.reset_index(drop=True), roles, TABULAR_CHECKS, shifts
-    )
+    return tabular("census", reference, pool, roles, shifts, scorer)
 
 
 def adult(seed: int = 0) -> DataSet:
@@ -258,9 +257,7 @@ def adult(seed: int = 0) -> DataSet:
         label_noise("income"),
     ]
     reference, pool = scorer(rest.iloc[:10000]), scorer(rest.iloc[10000:])
-    return DataSet(
-        "adult", reference.reset_index(drop=True), pool.reset_index(drop=True), roles, TABULAR_CHECKS, shifts
-    )
+    return tabular("adult", reference, pool, roles, shifts, scorer)
 
 
 def text(seed: int = sentiment_model.SEED) -> DataSet:
@@ -279,7 +276,27 @@ def text(seed: int = sentiment_model.SEED) -> DataSet:
     shifts = [other_domain(d, sentences, scorer) for d in ("tweets", "nyt_editorials", "product_reviews")]
     shifts += [label_prior("label"), label_noise("label")]
     pool = scorer(parts["held_out"].reset_index(drop=True))
-    return DataSet("text", reference, pool, roles, TEXT_CHECKS, shifts)
+    return DataSet("text", reference, pool, roles, TEXT_CHECKS, shifts, scorer)
+
+
+def tabular(
+    name: str,
+    reference: pd.DataFrame,
+    pool: pd.DataFrame,
+    roles: dict[str, Any],
+    shifts: list[Shift],
+    scorer: Scorer,
+) -> DataSet:
+    """A tabular data set with the common checks, its frames indexed from zero."""
+    return DataSet(
+        name,
+        reference.reset_index(drop=True),
+        pool.reset_index(drop=True),
+        roles,
+        TABULAR_CHECKS,
+        shifts,
+        scorer,
+    )
 
 
 def monitor_roles(spec: Any) -> dict[str, Any]:

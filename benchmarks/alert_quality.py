@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,8 @@ SHIFT_SIZES = (300, 1000, 3000)
 PEER_SCRIPT = Path(__file__).with_name("alert_quality_peers.py")
 # name -> (pip requirements, module, version); NannyML 0.13.1 imports statsmodels without requiring it,
 # and neither peer imports with pandas 3. The Evidently venv is the one bench_vs_evidently uses.
-PEERS = {
+Peer = tuple[tuple[str, ...], str, str]
+PEERS: dict[str, Peer] = {
     "evidently": (("evidently==0.7.23", "pandas<3"), "evidently", "0.7.23"),
     "nannyml": (("nannyml==0.13.1", "pandas<3", "statsmodels"), "nannyml", "0.13.1"),
 }
@@ -210,9 +211,9 @@ def default_cache() -> Path:
     return base / "driftline-bench"
 
 
-def peer_python(name: str, cache: Path) -> tuple[Path | None, str]:
+def peer_python(name: str, cache: Path, peers: Mapping[str, Peer] = PEERS) -> tuple[Path | None, str]:
     """The interpreter of the peer's virtualenv, created first if needed; None and why when it cannot."""
-    requirements, module, version = PEERS[name]
+    requirements, module, version = peers[name]
     return venv_python(cache / f"venv-{name}", requirements, module, version)
 
 
@@ -447,20 +448,24 @@ def evaluate(data: DataSet, plan: Plan, pythons: dict[str, Path], seed: int, sta
     return outcome
 
 
-def parse_args() -> argparse.Namespace:
-    """The command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="about 40 clean batches per data set")
+def peer_parser(doc: str | None, quick: str, peers_by_default: bool) -> argparse.ArgumentParser:
+    """The options an alert benchmark shares: --quick, --peers/--no-peers, --cache and --markdown."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument(
         "--peers",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="run Evidently and NannyML on the same batches (default: yes)",
+        default=peers_by_default,
+        help=f"run the peers on the same batches (default: {'yes' if peers_by_default else 'no'})",
     )
     parser.add_argument("--cache", type=Path, default=default_cache(), help="the peers' virtualenv folder")
     parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown to this file")
+    return parser
+
+
+def parse_args() -> argparse.Namespace:
+    """The command line (see the module docstring)."""
+    parser = peer_parser(__doc__, "about 40 clean batches per data set", peers_by_default=True)
     parser.add_argument(
         "--data", nargs="*", choices=sorted(alert_data.DATA_SETS), help="only these data sets"
     )
@@ -469,12 +474,12 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def ready_peers(cache: Path, started: float) -> dict[str, Path]:
+def ready_peers(cache: Path, started: float, peers: Mapping[str, Peer] = PEERS) -> dict[str, Path]:
     """The interpreter of every peer that could be installed; the others are named with the reason."""
     cache.mkdir(parents=True, exist_ok=True)
     pythons = {}
-    for name in PEERS:
-        python, why = peer_python(name, cache)
+    for name in peers:
+        python, why = peer_python(name, cache, peers)
         print(f"peer {why}" if python else f"peer {name} left out: {why}", flush=True)
         if python:
             pythons[name] = python

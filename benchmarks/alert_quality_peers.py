@@ -8,13 +8,17 @@ the failures' messages and the seconds spent.
 
 - evidently: `DataDriftPreset()` over the features, label, prediction and score: the dataset-drift
   flag (its share-of-drifted-columns test fails) and the columns whose drift test fails;
+- alibi: alibi-detect 0.13's `CVMDriftOnline` over the numeric features and score, `FETDriftOnline`
+  over the label and prediction (binary), ERT 1,000 rows, windows of 20 and 40 rows, thresholds
+  configured on 1,000 reference rows: fed a batch row by row from an empty window, a batch alarms
+  when either detector does;
 - nannyml: `UnivariateDriftCalculator` (default methods and thresholds) over the same columns less
   text, `CBPE` and `PerformanceCalculator` (ROC AUC, F1, accuracy), one chunk per batch: each is
   fitted on the reference once per batch size with chunk_size = that size, and a batch alerts when
   any of its rows in the result does. Batches too large for the reference to hold two chunks of their
   size are left out (NannyML's thresholds are the spread over the reference's chunks).
 
-python benchmarks/alert_quality_peers.py {evidently,nannyml} FOLDER
+python benchmarks/alert_quality_peers.py {alibi,evidently,nannyml} FOLDER
 """
 
 from __future__ import annotations
@@ -30,6 +34,12 @@ from typing import Any
 METRICS = ["roc_auc", "f1", "accuracy"]
 PRESET_EVERY = 10
 MIN_REFERENCE_CHUNKS = 2
+# alibi-detect's online detectors: the expected run time (rows between false alarms) and the test
+# windows of its documentation's example; configuring thresholds holds O(reference rows²) memory per
+# simulated stream, so the reference is subsampled, as its documentation advises
+ALIBI_ERT = 1000
+ALIBI_WINDOWS = [20, 40]
+ALIBI_REFERENCE_ROWS = 1000
 
 Flags = dict[str, list[Any]]
 # flags per signal, failures, notes
@@ -174,7 +184,41 @@ def nannyml_flags(reference: Any, batches: list[Any], columns: dict[str, Any]) -
     return flags, errors, []
 
 
+def alibi_flags(reference: Any, batches: list[Any], columns: dict[str, Any]) -> Answer:
+    """Whether alibi-detect's online detectors alarm within each batch, fed row by row."""
+    import numpy as np
+    from alibi_detect.cd import CVMDriftOnline, FETDriftOnline
+
+    np.random.seed(0)  # the thresholds are configured on simulated streams of numpy's global generator
+    numeric = [*columns["numeric"], columns["score"]]
+    binary = [columns["label"], columns["prediction"]]
+    sample = reference.sample(n=min(len(reference), ALIBI_REFERENCE_ROWS), random_state=0)
+    options = {"ert": ALIBI_ERT, "window_sizes": ALIBI_WINDOWS, "verbose": False}
+    detectors = [
+        (CVMDriftOnline(sample[numeric].to_numpy(dtype=float), **options), numeric),
+        (FETDriftOnline(sample[binary].to_numpy(dtype=float), **options), binary),
+    ]
+    flags: Flags = {"alibi.online_drift": []}
+    errors: list[str] = []
+    for batch in batches:
+        try:
+            flags["alibi.online_drift"].append(
+                any(alarms(d, batch[c].to_numpy(dtype=float)) for d, c in detectors)
+            )
+        except Exception as exc:
+            errors.append(f"alibi, batch of {len(batch)} rows: {type(exc).__name__}: {exc}")
+            flags["alibi.online_drift"].append(None)
+    return flags, errors, []
+
+
+def alarms(detector: Any, rows: Any) -> bool:
+    """Whether an online detector, reset to an empty window, alarms on any of the rows in turn."""
+    detector.reset_state()
+    return any(detector.predict(row)["data"]["is_drift"] for row in rows)
+
+
 PEERS: dict[str, Callable[[Any, list[Any], dict[str, Any]], Answer]] = {
+    "alibi": alibi_flags,
     "evidently": evidently_flags,
     "nannyml": nannyml_flags,
 }
