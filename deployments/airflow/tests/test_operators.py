@@ -139,7 +139,8 @@ def test_bad_spec_and_missing_batch_fail_without_retry(project: Path) -> None:
 
 def test_backfill_runs_store_results_without_alerts(project: Path) -> None:
     spec = (
-        SPEC.format(alerts="{console: true}") + "retrain: {min_severity: high, command: [touch, started]}\n"
+        SPEC.format(alerts="{console: true}")
+        + "retrain: {min_severity: high, 'on': [drift], command: [touch, started]}\n"
     )
     (project / "monitor.yaml").write_text(spec)
     ctx = context("backfill")
@@ -156,7 +157,8 @@ def test_backfill_runs_store_results_without_alerts(project: Path) -> None:
         monitor(project, "2024-01-02", backfill_alerts=True).execute(ctx)
     pushed = ctx["ti"].pushed["return_value"]
     assert "skipped" not in pushed["alerts"]
-    assert pushed["retraining"] == {"command": {"returncode": 0}} and (project / "started").exists()
+    assert pushed["retraining"]["command"] == {"returncode": 0} and (project / "started").exists()
+    assert pushed["retraining"]["incidents"]  # requested once for the incident the failure opened
     assert stored(project) == [("2024-01-02", "failed")]  # one copy of the batch
 
 
