@@ -33,6 +33,7 @@ def tree(tmp_path: Path) -> Path:
         "deployments/airflow/driftline_airflow/operators.py",
         "data/adult/adult.parquet",
         ".venv/lib/site.py",
+        ".venv-prefect-next/lib/site.py",
         "deployments/airflow/.venv/lib/python3.11/site-packages/airflow/__init__.py",
         "deployments/airflow/build/lib/driftline_airflow/__init__.py",
         "deployments/airflow/driftline_airflow.egg-info/PKG-INFO",
@@ -65,7 +66,7 @@ def test_the_repository_context_holds_what_the_dockerfile_copies_and_no_environm
     for folder in ("checks", "tasks", "flows", "driftline", "data", "deployments"):
         assert any(p.startswith(f"{folder}/") for p in sent), folder
     assert {"pyproject.toml", "README.md"} <= sent
-    assert not [p for p in sent if set(Path(p).parts) & set(LEFT_OUT) or ".egg-info" in p]
+    assert not [p for p in sent if set(Path(p).parts) & set(LEFT_OUT) or ".egg-info" in p or ".venv" in p]
 
 
 def test_every_path_the_dockerfile_copies_is_in_the_context() -> None:
