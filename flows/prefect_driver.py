@@ -72,7 +72,7 @@ class CheckRun:
 def check_state(label: str, results: list[CheckResult], logger: Any) -> State:
     """The check task's state: each `error` result an ERROR line of the flow run's log. The task ends
     `Completed` either way; one that produced nothing but errors is marked `Failed` once it finished
-    (`mark_errored`), so the task engine does not log the state's whole data as a failure."""
+    (by `PrefectDriver.fan_out`), so the task engine does not log the state's whole data as a failure."""
     for result in results:
         if result.status == "error":
             logger.error("check %s errored on %s: %s", label, result.target, result.reason)
