@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -168,35 +169,66 @@ def test_an_expected_failure_ranks_the_model_first_and_logs_no_error_or_tracebac
     assert not [line for line in lines if "Traceback" in line or "unexpected exception" in line]
 
 
+@contextmanager
+def nothing_listening() -> Iterator[None]:
+    """The server's automations that fire on the failure event (other tests' deployment triggers)
+    paused for the block."""
+    from prefect.client.orchestration import get_client
+
+    from driftline.flows.prefect_driver import expects
+    from driftline.tasks.retrain import FAILED_EVENT
+
+    with get_client(sync_client=True) as client:
+        listening = [
+            a.id for a in client.read_automations() if a.enabled and expects(a.trigger, FAILED_EVENT)
+        ]
+        for automation in listening:
+            client.pause_automation(automation)
+        try:
+            yield
+        finally:
+            for automation in listening:
+                client.resume_automation(automation)
+
+
+def retraining_logged(path: Path) -> tuple[str, list[str]]:
+    """A failing run of batch 2018-12: the event id its retraining line names, and its warnings."""
+    from driftline.flows.monitor import monitor
+
+    state = monitor(str(path), "2018-12", alerts=False, return_state=True)
+    run_id = state.state_details.flow_run_id
+    [line] = eventually(lambda: [m for m in log_lines(run_id) if m.startswith("retraining")])
+    assert line.startswith("retraining requested: monitor acs-employment, batch 2018-12 (severity high): ")
+    warnings = [m for m in log_lines(run_id, 30) if m not in log_lines(run_id, 40)]
+    return line.split("(id ")[1].rstrip(")"), warnings
+
+
 def test_each_run_requesting_retraining_logs_its_own_event_and_warns_when_nothing_listens(
     demo_data: Path, tmp_path: Path
 ) -> None:
     """A failing batch that emits `driftline.monitor.failed` logs one line naming the monitor, the
-    batch and the event id; a second run of the same batch emits a new event (not dropped by the
-    server as a repeat of the first), and with no automation on the server each run warns."""
-    from driftline.flows.monitor import monitor
+    batch and the event id, and warns while no automation fires on the event; a second run of the
+    same batch emits a new event (not dropped by the server as a repeat of the first)."""
+    from prefect.automations import Automation, DoNothing, EventTrigger
 
     path = write_spec(demo_data, tmp_path, store_url=f"sqlite:///{tmp_path / 'h.db'}")
     spec = yaml.safe_load(path.read_text())
     spec["retrain"] = {"min_severity": "high", "emit_event": True}
     path.write_text(yaml.safe_dump(spec))
 
-    events = []
-    for _ in range(2):
-        state = monitor(str(path), "2018-12", alerts=False, return_state=True)
-        run_id = state.state_details.flow_run_id
-        requested = eventually(
-            lambda run_id=run_id: [m for m in log_lines(run_id) if m.startswith("retraining")]
-        )
-        assert requested[0].startswith(
-            "retraining requested: monitor acs-employment, batch 2018-12 (severity high)"
-        )
-        event = requested[0].split("(id ")[1].rstrip(")")
-        events.append(event)
-        warned = [m for m in log_lines(run_id, 30) if "no enabled automation fires on" in m]
-        assert warned and event in warned[0], log_lines(run_id)
-    assert events[0] != events[1]
-    for event in events:
+    with nothing_listening():
+        first, warnings = retraining_logged(path)
+        [warned] = [w for w in warnings if "no enabled automation fires on driftline.monitor.failed" in w]
+        assert first in warned
+        trigger = EventTrigger(expect={"driftline.monitor.*"}, posture="Reactive", threshold=1)
+        listener = Automation(name="retrain-test", trigger=trigger, actions=[DoNothing()]).create()
+        try:
+            second, warnings = retraining_logged(path)
+        finally:
+            listener.delete()
+    assert not [w for w in warnings if "no enabled automation" in w], warnings
+    assert second != first
+    for event in (first, second):
         eventually(lambda event=event: event_recorded(event))
 
 

@@ -99,7 +99,9 @@ def test_failing_batch_alerts_slack_and_starts_retraining(
 
     retraining = summary["retraining"]
     assert retraining["error"] is None and retraining["flow_run_id"]
-    assert again["retraining"] == retraining
+    # the same deployment run (its idempotency key), and a failure event of each flow run's own
+    assert {**again["retraining"], "event": None} == {**retraining, "event": None}
+    assert again["retraining"]["event"] != retraining["event"]
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(retraining["flow_run_id"])
         assert flow_run.deployment_id == deployment_id
