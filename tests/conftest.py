@@ -40,14 +40,17 @@ END_TO_END_PATHS = (
     "tests/scale/test_dask_flow.py",
     "tests/scale/test_partition_work.py",
 )
-END_TO_END_FIXTURES = frozenset({"prefect_server", "prefect_api"})
+PREFECT_FIXTURES = frozenset({"prefect_server", "prefect_api"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the end-to-end tests `e2e`, so that `make test-quick` can leave them out."""
+    """Mark the end-to-end tests `e2e`, so that `make test-quick` can leave them out, and the tests
+    on a Prefect server `prefect`, so that `make test-prefect-next` runs them on Prefect's next minor."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if item.nodeid.startswith(END_TO_END_PATHS) or fixtures & END_TO_END_FIXTURES:
+        if fixtures & PREFECT_FIXTURES:
+            item.add_marker(pytest.mark.prefect)
+        if item.nodeid.startswith(END_TO_END_PATHS) or fixtures & PREFECT_FIXTURES:
             item.add_marker(pytest.mark.e2e)
 
 

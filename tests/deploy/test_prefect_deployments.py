@@ -39,12 +39,34 @@ def prefect_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 
 
 def prefect(env: dict[str, str], *args: str, cwd: Path = ROOT, timeout: float = 120) -> str:
-    """One `prefect` CLI command; its output, or a failure showing it."""
+    """One `prefect` CLI command, run by this interpreter (so a worker runs flows with it too); its
+    standard output and error, or a failure showing them."""
     done = subprocess.run(
-        [str(BIN / "prefect"), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "prefect", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert done.returncode == 0, f"prefect {' '.join(args)}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-    return done.stdout
+    return done.stdout + done.stderr
+
+
+def assert_an_expected_failure(env: dict[str, str], run: Any, output: str) -> None:
+    """A run failed on its verdict: the message names the model's failures first, and neither the
+    process that ran it nor the run's log on the server shows a traceback or an ERROR line."""
+    assert run.state.is_failed(), run.state  # batch 2018-12 reaches fail_on
+    assert "batch 2018-12: worst severity high (fail_on high); failing checks: " in run.state.message
+    named = run.state.message.split("failing checks: ")[1]
+    assert named.startswith("drift.prediction[score] high, performance.overall[f1] high, "), named
+    assert "Finished in state Failed" in output, output[-3000:]  # the run's log reached this output
+    assert "Traceback" not in output and "unexpected exception" not in output, output[-6000:]
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with client(env) as c:
+        logs = c.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
+    assert logs and not [log.message for log in logs if log.level >= 40 or "Traceback" in log.message]
 
 
 def client(env: dict[str, str]) -> Any:
@@ -64,6 +86,21 @@ def flow_runs(env: dict[str, str], deployment: str) -> list[Any]:
         found = c.read_deployment_by_name(deployment)
         runs = c.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[found.id])))
     return sorted(runs, key=lambda r: r.created, reverse=True)
+
+
+def engine_processes(pid: int) -> list[Any]:
+    """The flow-run processes (`python -m prefect.engine`) that the process `pid` started and that
+    still run."""
+    import psutil
+
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if "prefect.engine" in child.cmdline():
+                found.append(child)
+        except psutil.Error:  # it ended meanwhile
+            continue
+    return found
 
 
 def scheduled_runs(env: dict[str, str]) -> list[Any]:
@@ -91,11 +128,12 @@ def test_deploy_a_worker_and_a_failing_run_that_retrains(
     prefect(env, "work-pool", "create", "driftline", "--type", "process")
     prefect(env, "--no-prompt", "deploy", "--all", "--prefect-file", "prefect.yaml", cwd=elsewhere)
     prefect(env, "deployment", "run", "driftline-monitor/acs-employment")
-    prefect(env, "worker", "start", "--pool", "driftline", "--run-once", cwd=elsewhere, timeout=300)
+    worker = prefect(env, "worker", "start", "--pool", "driftline", "--run-once", cwd=elsewhere, timeout=300)
 
     [monitor_run] = [r for r in flow_runs(env, "driftline-monitor/acs-employment") if not r.auto_scheduled]
-    assert monitor_run.state.is_failed(), monitor_run.state  # batch 2018-12 reaches fail_on
-    assert "batch 2018-12: worst severity high" in monitor_run.state.message
+    assert_an_expected_failure(env, monitor_run, worker)
+    assert "retraining requested: monitor acs-employment, batch 2018-12 (severity high)" in worker
+    assert "no enabled automation fires" not in worker  # the deployment's trigger listens
     assert count(url, Run) == 1
     with client(env) as c:
         deployments = c.read_deployments()
@@ -119,16 +157,24 @@ def test_serve_runs_the_monitor_on_its_cron_schedule(
     (the newest batch, 2018-12, fails on the model: the run ends `Failed`, not crashed)."""
     url = f"sqlite:///{tmp_path / 'history.db'}"
     spec = write_spec(demo_data, tmp_path, store_url=url, retrain=None, schedule={"cron": "* * * * *"})
-    server = subprocess.Popen(
-        [str(BIN / "driftline"), "serve", str(spec)], env=prefect_env, cwd=tmp_path, start_new_session=True
-    )
+    output = tmp_path / "serve.log"
+    with output.open("w") as log:
+        server = subprocess.Popen(
+            [str(BIN / "driftline"), "serve", str(spec)],
+            env=prefect_env,
+            cwd=tmp_path,
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         [run, *_] = wait_for(
             lambda: [r for r in scheduled_runs(prefect_env) if r.state.is_final()],
             170,
             "no scheduled run finished",
         )
-        assert run.state.is_failed() and "batch 2018-12: worst severity high" in run.state.message, run.state
+        wait_for(lambda: not engine_processes(server.pid), 60, "the run's process did not end")
+        assert_an_expected_failure(prefect_env, run, output.read_text())
         assert count(url, Run) >= 1
         engine = open_store(url)
         statuses = {r["status"] for r in list_runs(engine, "acs-employment")}
