@@ -198,7 +198,7 @@ def retraining_line(request: RetrainRequest, retrain: RetrainSpec, outcome: dict
             else f"deployment {retrain.deployment} not started"
         )
     return (
-        f"retraining requested: monitor {request.monitor}, batch {request.batch_id} "
+        f"retraining sent: monitor {request.monitor}, batch {request.batch_id} "
         f"(severity {request.severity}): {'; '.join(done) or 'no action configured'}"
     )
 

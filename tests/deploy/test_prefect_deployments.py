@@ -132,7 +132,7 @@ def test_deploy_a_worker_and_a_failing_run_that_retrains(
 
     [monitor_run] = [r for r in flow_runs(env, "driftline-monitor/acs-employment") if not r.auto_scheduled]
     assert_an_expected_failure(env, monitor_run, worker)
-    assert "retraining requested: monitor acs-employment, batch 2018-12 (severity high)" in worker
+    assert "retraining sent: monitor acs-employment, batch 2018-12 (severity high)" in worker
     assert "no enabled automation fires" not in worker  # the deployment's trigger listens
     assert count(url, Run) == 1
     with client(env) as c:

@@ -197,8 +197,8 @@ def retraining_logged(path: Path) -> tuple[str, list[str]]:
 
     state = monitor(str(path), "2018-12", alerts=False, return_state=True)
     run_id = state.state_details.flow_run_id
-    [line] = eventually(lambda: [m for m in log_lines(run_id) if m.startswith("retraining")])
-    assert line.startswith("retraining requested: monitor acs-employment, batch 2018-12 (severity high): ")
+    [line] = eventually(lambda: [m for m in log_lines(run_id) if m.startswith("retraining sent")])
+    assert line.startswith("retraining sent: monitor acs-employment, batch 2018-12 (severity high): ")
     warnings = [m for m in log_lines(run_id, 30) if m not in log_lines(run_id, 40)]
     return line.split("(id ")[1].rstrip(")"), warnings
 
@@ -213,7 +213,7 @@ def test_each_run_requesting_retraining_logs_its_own_event_and_warns_when_nothin
 
     path = write_spec(demo_data, tmp_path, store_url=f"sqlite:///{tmp_path / 'h.db'}")
     spec = yaml.safe_load(path.read_text())
-    spec["retrain"] = {"min_severity": "high", "emit_event": True}
+    spec["retrain"] = {"min_severity": "high", "emit_event": True, "when": "every_run"}  # each run asks
     path.write_text(yaml.safe_dump(spec))
 
     with nothing_listening():
