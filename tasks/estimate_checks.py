@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from driftline.checks.result import CheckResult, format_number
-from driftline.tasks.history.store import ESTIMATE_CHECKS
+from driftline.tasks.history.store import ESTIMATE_CHECKS, REALISED_CHECK
 
-REALISED_CHECK = "performance.overall"
 LOOKBACK = 3  # the labelled batches looked at, newest first
 OUTSIDE = 2  # outside the band on this many of them: the assumption failed
 FAR = 2.0  # or beyond this many band half-widths from the estimate on one of them

@@ -310,6 +310,8 @@ def _number(value: Any, check: str, target: str, name: str) -> float | None:
 
 # Checks whose values estimate what labels later measure: kept, and marked, once the labels land.
 ESTIMATE_CHECKS = ("performance.estimated", "performance.estimated_regression")
+# The check whose `current` value is the realised performance an estimate is compared with.
+REALISED_CHECK = "performance.overall"
 
 
 def runs_without_labels(

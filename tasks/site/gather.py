@@ -19,12 +19,11 @@ from sqlalchemy import Engine
 from driftline.checks.result import SEVERITIES, severity_rank
 from driftline.tasks.drift_overview import OVERVIEW_CHECK
 from driftline.tasks.history.query import list_runs, read_history
-from driftline.tasks.history.store import ESTIMATE_CHECKS, NO_METRIC
+from driftline.tasks.history.store import ESTIMATE_CHECKS, NO_METRIC, REALISED_CHECK
 from driftline.tasks.report.summary import SUMMARY_CHECK
 
 DRIFT_PREFIX = "drift."
 NOTABLE = "medium"  # counted "at medium or worse": in heat-map cells, and as drifted in the drift share
-REALISED_CHECK = "performance.overall"  # its `current` value is what an estimate is compared with
 REALISED_METRIC = "current"
 ESTIMATE_METRICS = ("estimated", "lower", "upper")
 GRADED_RUNS = frozenset({"passed", "failed"})  # run statuses whose worst severity is a verdict
