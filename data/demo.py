@@ -15,6 +15,7 @@ driftline.data.demo` trains the model again and rewrites that file from a checko
 from __future__ import annotations
 
 import io
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -114,9 +115,38 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     write_private_file(path, buffer.getvalue())
 
 
+def demo_files(output: Path) -> list[Path]:
+    """Every file `build_demo_data` writes under `output`: the spec, the reference and the batches."""
+    batches = [output / "data" / "batches" / f"{batch_id}.parquet" for batch_id, _, _ in BATCHES]
+    return [output / "monitor.yaml", output / "data" / "reference.parquet", *batches]
+
+
+class DemoFolderError(ValueError):
+    """A folder the demo does not write into: its data folder holds someone else's files."""
+
+
+def check_demo_folder(output: Path) -> None:
+    """Refuse `output` when its `data/` holds files the demo does not write (a user's batches, which
+    `driftline backfill` would then run beside the demo's); links are listed, never followed."""
+    own = set(demo_files(output))
+    foreign = []
+    for root, folders, files in os.walk(output / "data"):
+        entries = [Path(root, name) for name in files]
+        entries += [Path(root, name) for name in folders if Path(root, name).is_symlink()]
+        foreign += [path for path in entries if path not in own]
+    if foreign:
+        names = ", ".join(str(path) for path in sorted(foreign)[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise DemoFolderError(
+            f"{output / 'data'}: holds {len(foreign)} file(s) the demo does not write ({names}); its "
+            "batches would land beside them, where `driftline backfill` runs every batch"
+        )
+
+
 def build_demo_data(output: Path) -> Path:
     """Write the reference, the batches and the monitor spec under `output` (files 0600, folders 0700,
-    a link in the way replaced, not followed); returns the spec path."""
+    a link in the way replaced, not followed); returns the spec path. A `data/` folder holding other
+    files is refused (`DemoFolderError`) before anything is written."""
+    check_demo_folder(output)
     data = read_census()
     scores = shipped_scores()
     _, reference = split_2015(data)
@@ -128,7 +158,7 @@ def build_demo_data(output: Path) -> Path:
     for batch_id, year, strength in BATCHES:
         sample = aged_sample(data[data["year"] == year].drop(columns="year"), strength, rng)
         _write_parquet(with_shipped_score(sample, scores), batches / f"{batch_id}.parquet")
-    spec_path = output / "monitor.yaml"
+    spec_path = demo_files(output)[0]
     write_private_file(spec_path, SPEC_TEMPLATE.read_bytes())
     return spec_path
 
