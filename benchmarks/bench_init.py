@@ -10,7 +10,6 @@ python -m benchmarks.bench_init [--repeat 3]
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import subprocess
@@ -19,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.measure import table
+from benchmarks.measure import repeat_arguments, table
 
 BUDGET_CPU_S = 5.0
 TRAIN = "from driftline.data.demo import model_scores, read_census\nmodel_scores(read_census())\n"
@@ -43,12 +42,9 @@ def best_of(repeat: int, make_command) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    args = repeat_arguments(
+        __doc__, "runs per row; the least CPU is reported", "the demo's data have a fixed size"
     )
-    parser.add_argument("--repeat", type=int, default=3, help="runs per row; the least CPU is reported")
-    parser.add_argument("--rows", type=int, help="ignored (the demo's data have a fixed size)")
-    args = parser.parse_args()
     load = os.getloadavg()[0]
     cli = str(Path(sys.executable).with_name("driftline"))
     with tempfile.TemporaryDirectory() as folder:
