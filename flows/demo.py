@@ -1,12 +1,13 @@
 """`make demo`: monitor an employment classifier over census batches whose population ages.
 
 The data are real (ACS Massachusetts, the package data `driftline.data`: `data/acs_employment/` in
-the repository). A gradient-boosting model is trained on half of survey year 2015; the other half is
-the reference snapshot. Production batches are drawn from 2016–2018: the first two are plain samples
-(the checks pass), the later ones over-sample older respondents more and more, the kind of
-population shift a change of acquisition channel causes, so drift and performance checks cross
-their thresholds. A second monitor follows a sentiment classifier trained on rated movie-review
-sentences over batches from other domains (tweets, product reviews, editorials): text drift, unseen
+the repository). A gradient-boosting model trained on half of survey year 2015 scores the rows (its
+scores ship as data: nothing is trained here); the other half is the reference snapshot. Production
+batches are drawn from 2016–2018: the first two are plain samples (the checks pass), the later ones
+over-sample older respondents more and more, the kind of population shift a change of acquisition
+channel causes, so drift and performance checks cross their thresholds. A second monitor follows a
+sentiment classifier trained on rated movie-review sentences over batches from other domains
+(tweets, product reviews, editorials): text drift, unseen
 words, attacks and transformations. History goes to demo_output/driftline.db (made anew on every demo
 run), alerts to the console (set SLACK_BOT_TOKEN and `alerts.slack` in the spec to post them).
 
