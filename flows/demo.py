@@ -7,9 +7,9 @@ batches are drawn from 2016–2018: the first two are plain samples (the checks 
 over-sample older respondents more and more, the kind of population shift a change of acquisition
 channel causes, so drift and performance checks cross their thresholds. A second monitor follows a
 sentiment classifier trained on rated movie-review sentences over batches from other domains
-(tweets, product reviews, editorials): text drift, unseen
-words, attacks and transformations. History goes to demo_output/driftline.db (made anew on every demo
-run), alerts to the console (set SLACK_BOT_TOKEN and `alerts.slack` in the spec to post them).
+(tweets, product reviews, editorials): text drift, unseen words, attacks and transformations.
+History goes to demo_output/driftline.db (made anew on every demo run), alerts to the console (set
+SLACK_BOT_TOKEN and `alerts.slack` in the spec to post them).
 
 `--engine prefect` (the default) runs each batch as a Prefect flow run, on the configured API or a
 temporary local server; when neither can be had, the demo says so in one line and goes on with the
