@@ -90,6 +90,10 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+    if not os.environ.get("PREFECT_API_URL"):
+        # Nobody reads the temporary server's logs (its UI is off, it stops with the demo); sending them
+        # costs a log worker that Prefect 3.8 may garbage-collect mid-run, printing a traceback.
+        os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
     os.environ["DRIFTLINE_DATABASE_URL"] = HISTORY_URL
     from driftline.flows.render import make_console, print_summary
 
