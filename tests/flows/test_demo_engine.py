@@ -13,18 +13,12 @@ import pytest
 from rich.console import Console
 
 from driftline.flows import demo
-from tests.demo import write_spec
+from tests.demo import BLOCK_PREFECT, write_spec
 
-LOCAL_WITHOUT_PREFECT = """
-import sys
+LOCAL_WITHOUT_PREFECT = (
+    BLOCK_PREFECT
+    + """
 from contextlib import ExitStack
-
-class Blocker:
-    def find_spec(self, name, path=None, target=None):
-        if name == "prefect" or name.startswith("prefect."):
-            raise ImportError(f"blocked: {name}")
-
-sys.meta_path.insert(0, Blocker())
 from rich.console import Console
 from driftline.flows.demo import start_engine
 
@@ -32,6 +26,7 @@ with ExitStack() as stack:
     start_engine("local", stack, Console())
 assert "prefect" not in sys.modules
 """
+)
 
 
 def test_the_local_engine_needs_no_prefect() -> None:
