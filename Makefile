@@ -10,6 +10,9 @@ PREFECT ?= 3.8.*
 PREFECT_NEXT ?= 3.9.*
 NEXT_VENV ?= .venv-prefect-next
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+# The demo's engine: prefect (Prefect flow runs; the local engine, with one line saying why, when no Prefect
+# server can start) or local (no Prefect at all): `make demo ENGINE=local`.
+ENGINE ?= prefect
 
 .PHONY: demo test test-quick test-prefect-next lint bench clean
 
@@ -22,7 +25,7 @@ $(BIN)/driftline: pyproject.toml
 	touch $(BIN)/driftline
 
 demo: $(BIN)/driftline
-	$(BIN)/python -m driftline.flows.demo
+	$(BIN)/python -m driftline.flows.demo --engine $(ENGINE)
 
 # The Airflow provider's tests run in their own environment (Airflow and Prefect cannot share one),
 # made on first use under deployments/airflow/.venv.

@@ -12,7 +12,6 @@ python -m benchmarks.bench_cli_run [--repeat 3]
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.measure import table
+from benchmarks.measure import repeat_arguments, table
 
 BATCH = "2018-12"
 FLOOR = (
@@ -56,12 +55,9 @@ def best_of(repeat: int, command: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    args = repeat_arguments(
+        __doc__, "runs per engine; the best is reported", "the demo's batches have 6,000 rows"
     )
-    parser.add_argument("--repeat", type=int, default=3, help="runs per engine; the best is reported")
-    parser.add_argument("--rows", type=int, help="ignored (the demo's batches have 6,000 rows)")
-    args = parser.parse_args()
     load = os.getloadavg()[0]
     from driftline.data.demo import build_demo_data
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import resource
 import shutil
 import subprocess
@@ -29,6 +30,15 @@ def measure(fn: Callable[[], T]) -> tuple[T, float, float]:
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+
+
+def repeat_arguments(doc: str | None, repeat_help: str, rows_help: str) -> argparse.Namespace:
+    """The options of a benchmark on data of a fixed size: `--repeat N`, and `--rows`, which
+    `benchmarks.run` passes to every benchmark and which such a benchmark ignores."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3, help=repeat_help)
+    parser.add_argument("--rows", type=int, help=f"ignored ({rows_help})")
+    return parser.parse_args()
 
 
 def table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:

@@ -13,6 +13,7 @@ import time
 
 BENCHMARKS = (
     "bench_cli_run",
+    "bench_init",
     "bench_isolation",
     "bench_pipeline",
     "bench_catalog",

@@ -1,7 +1,9 @@
 """`driftline init`: a project folder with what a deployment needs, no checkout of the repository.
 
-It writes the demo's monitor spec, its data (a reference and six census batches) and a `prefect.yaml`
-whose monitor deployment reads that spec by absolute path.
+It writes the demo's monitor spec, its data (a reference and six census batches, scored by the demo
+model's shipped scores: nothing is trained) and a `prefect.yaml` whose monitor deployment reads that
+spec by absolute path, into a folder of its own (`driftline-demo` unless named): a folder whose
+`data/` holds other files is refused, so the demo's batches never join a user's.
 """
 
 from __future__ import annotations
@@ -20,15 +22,14 @@ from driftline.tasks.files import private_folder, write_private_file
 PREFECT_TEMPLATE = resources.files("driftline.flows") / "templates" / "prefect.yaml"
 SPEC = "monitor.yaml"
 PREFECT_FILE = "prefect.yaml"
+DEFAULT_FOLDER = Path("driftline-demo")
 
 
 def planned_files(folder: Path) -> list[Path]:
     """Every file `init` writes into `folder`."""
-    from driftline.data.demo import BATCHES
+    from driftline.data.demo import demo_files
 
-    batches = [Path("data", "batches", f"{batch_id}.parquet") for batch_id, _, _ in BATCHES]
-    names = [Path(SPEC), Path(PREFECT_FILE), Path("data", "reference.parquet"), *batches]
-    return [folder / name for name in names]
+    return [*demo_files(folder), folder / PREFECT_FILE]
 
 
 def prefect_yaml(spec_path: Path) -> str:
@@ -47,20 +48,27 @@ def _under(folder: Path, files: list[Path]) -> list[Path]:
 
 @app.command()
 def init(
-    folder: Annotated[Path, typer.Argument(help="Project folder (created if missing).")] = Path("."),
+    folder: Annotated[
+        Path, typer.Argument(help="Project folder (created if missing); its data/ must hold no other files.")
+    ] = DEFAULT_FOLDER,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files that already exist.")] = False,
 ) -> None:
-    """Write an example monitor spec, the demo data and a prefect.yaml into a project folder."""
+    """Write an example monitor spec, the demo data and a prefect.yaml into a project folder of their own
+    (./driftline-demo by default), in about a second."""
+    from driftline.data.demo import DemoFolderError, build_demo_data, check_demo_folder
+
     planned = planned_files(folder)
     links = [path for path in _under(folder, planned) if path.is_symlink()]
     if links:
         fail(f"{links[0]}: is a symbolic link; init never writes through one (remove it first)")
+    try:
+        check_demo_folder(folder)
+    except DemoFolderError as exc:
+        fail(f"{exc}; give init a folder of its own, e.g. driftline init {DEFAULT_FOLDER}")
     existing = [path for path in planned if path.exists()]
     if existing and not force:
         names = ", ".join(str(path) for path in existing)
         fail(f"{names}: already exist{'s' if len(existing) == 1 else ''} (--force overwrites)")
-    from driftline.data.demo import build_demo_data
-
     try:
         private_folder(folder)
         spec_path = build_demo_data(folder)

@@ -1,4 +1,5 @@
-"""Helpers over the demo's census data: a monitor spec pointing at it, and row counts of a store."""
+"""Helpers over the demo's census data: a monitor spec pointing at it, row counts of a store, and the
+start of a script that runs with Prefect made unimportable."""
 
 from __future__ import annotations
 
@@ -9,6 +10,18 @@ import yaml
 from sqlalchemy import func, select
 
 from driftline.tasks.history.db import open_store
+
+# The first lines of a `python -c` script in which any import of Prefect fails.
+BLOCK_PREFECT = """
+import sys
+
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name == "prefect" or name.startswith("prefect."):
+            raise ImportError(f"blocked: {name}")
+
+sys.meta_path.insert(0, Blocker())
+"""
 
 
 def write_spec(demo_data: Path, tmp_path: Path, **overrides: Any) -> Path:

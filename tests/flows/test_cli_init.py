@@ -59,6 +59,38 @@ def test_the_written_spec_runs_from_another_folder(
     assert list(tmp_path.iterdir()) == []  # nothing lands in the working directory
 
 
+def test_init_writes_only_into_a_folder_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a folder, init writes ./driftline-demo and nothing beside it: the spec, prefect.yaml, the
+    reference and the six batches, and no other file."""
+    (tmp_path / "data" / "batches").mkdir(parents=True)
+    (tmp_path / "data" / "batches" / "2020-01.parquet").write_bytes(b"a user's batch")
+    before = sorted(tmp_path.rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    done = runner.invoke(app, ["init"])
+    assert done.exit_code == 0, done.output
+
+    demo = tmp_path / "driftline-demo"
+    assert sorted(p for p in tmp_path.rglob("*") if demo not in p.parents and p != demo) == before
+    written = sorted(str(p.relative_to(demo)) for p in demo.rglob("*") if p.is_file())
+    batches = [f"data/batches/{batch_id}.parquet" for batch_id, _, _ in BATCHES]
+    assert written == sorted(["monitor.yaml", "prefect.yaml", "data/reference.parquet", *batches])
+    assert "driftline run driftline-demo/monitor.yaml" in done.output
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_a_folder_whose_data_holds_a_users_batches_is_refused(tmp_path: Path, force: list[str]) -> None:
+    """A user's batch under data/ is named and kept, with or without --force; nothing is written, so
+    `backfill` of the user's spec still finds only the user's batches."""
+    user_batch = tmp_path / "data" / "batches" / "2020-01.parquet"
+    user_batch.parent.mkdir(parents=True)
+    user_batch.write_bytes(b"a user's batch")
+    refused = runner.invoke(app, ["init", str(tmp_path), *force])
+    assert refused.exit_code == EXIT_USAGE
+    assert f"{tmp_path / 'data'}: holds 1 file(s) the demo does not write ({user_batch})" in refused.stderr
+    assert "driftline backfill" in refused.stderr and "driftline init driftline-demo" in refused.stderr
+    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == [user_batch]
+
+
 def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     """An existing file is named and kept; --force writes the project over it."""
     (tmp_path / "monitor.yaml").write_text("name: mine\n")

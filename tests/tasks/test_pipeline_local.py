@@ -15,20 +15,15 @@ import pytest
 from driftline.tasks.history.models import ResultRow, Run
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.spec import load_spec
-from tests.demo import count, write_spec
+from tests.demo import BLOCK_PREFECT, count, write_spec
 from tests.runaway_checks import registered
 
 ROOT = Path(__file__).parents[2]
 
-NO_PREFECT = """
-import importlib, pkgutil, sys
-
-class Blocker:
-    def find_spec(self, name, path=None, target=None):
-        if name == "prefect" or name.startswith("prefect."):
-            raise ImportError(f"blocked: {name}")
-
-sys.meta_path.insert(0, Blocker())
+NO_PREFECT = (
+    BLOCK_PREFECT
+    + """
+import importlib, pkgutil
 import driftline.checks, driftline.tasks
 for package in (driftline.checks, driftline.tasks):
     for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
@@ -38,6 +33,7 @@ summary = run_monitor(load_spec(sys.argv[1]), "2018-12")
 assert "prefect" not in sys.modules
 print(summary.status, summary.engine, len(summary.results))
 """
+)
 
 
 def test_every_core_module_imports_and_a_run_completes_without_prefect(
