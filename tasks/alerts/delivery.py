@@ -22,7 +22,8 @@ from driftline.tasks.alerts.channels import (
     channel_class,
     slack_sender,
 )
-from driftline.tasks.alerts.config import AlertConfig
+from driftline.tasks.alerts.channels.base import unavailable
+from driftline.tasks.alerts.config import AlertConfig, ChannelConfig
 
 # The names of earlier releases: every channel is a sender.
 Sender = Channel
@@ -73,12 +74,13 @@ def build_sender(
     return _default_channel(config, _slack_token(config, token, credentials), stream, credentials)
 
 
-def _built(kind: str, build: Callable[[], Channel], destination: str) -> Channel:
-    """`build()`, or an `UnavailableChannel` saying why the channel could not be built."""
+def _built(entry: ChannelConfig, credentials: Credentials) -> Channel:
+    """The channel of an `alerts.channels` entry, or an `UnavailableChannel` saying why it could not be
+    built (its kind was resolved when the spec loaded)."""
     try:
-        return build()
+        return channel_class(entry.kind).from_config(entry, credentials)
     except Exception as exc:
-        return UnavailableChannel(destination, f"{kind} channel not built: {type(exc).__name__}: {exc}")
+        return unavailable(entry, f"{entry.kind} channel not built: {type(exc).__name__}: {exc}")
 
 
 def build_senders(
@@ -100,10 +102,5 @@ def build_senders(
         assert config.slack is not None
         senders[route.destination] = slack_sender(config.slack, token, credentials, route.channel)
     for entry in config.channels:
-        channel = _built(
-            entry.kind,
-            lambda entry=entry: channel_class(entry.kind).from_config(entry, credentials),
-            entry.destination,
-        )
-        senders[entry.destination] = channel
+        senders[entry.destination] = _built(entry, credentials)
     return senders

@@ -121,7 +121,7 @@ def _queue_messages(
         parts = [Part(None, changes)]
     queued = 0
     for part in parts:
-        message = sender.render(Alert(monitor, batch_id, part.changes, results, **links))
+        message = sender.message(Alert(monitor, batch_id, part.changes, results, **links))
         key = dedupe_key(monitor, batch_id, destination, part.changes, part.thread_key)
         if part.thread_key is not None:
             message["parent"] = _thread_state(

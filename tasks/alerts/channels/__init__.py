@@ -12,9 +12,12 @@ from driftline.tasks.alerts.channels.base import (
     DeliveryError,
     Posted,
     UnavailableChannel,
+    missing_credential,
+    refused_setting,
 )
 from driftline.tasks.alerts.channels.console import ConsoleSender
 from driftline.tasks.alerts.channels.email import EmailChannel
+from driftline.tasks.alerts.channels.http_post import post_json, url_secrets
 from driftline.tasks.alerts.channels.pagerduty import PagerDutyChannel
 from driftline.tasks.alerts.channels.registry import (
     ENTRY_POINT_GROUP,
@@ -31,10 +34,12 @@ from driftline.tasks.alerts.channels.slack import (
 )
 from driftline.tasks.alerts.channels.teams import TeamsChannel
 from driftline.tasks.alerts.channels.webhook import WebhookChannel
+from driftline.tasks.alerts.config import ChannelConfig
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Channel",
+    "ChannelConfig",
     "ConsoleSender",
     "Credentials",
     "DeliveryError",
@@ -49,7 +54,11 @@ __all__ = [
     "WebhookChannel",
     "channel_class",
     "channel_kinds",
+    "missing_credential",
+    "post_json",
+    "refused_setting",
     "register_channel",
     "slack_sender",
     "unregister_channel",
+    "url_secrets",
 ]

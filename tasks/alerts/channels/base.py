@@ -75,6 +75,7 @@ class Channel:
     threads: ClassVar[bool] = False
     per_incident: ClassVar[bool] = False
     destination: str
+    config: ChannelConfig | None = None
     secrets: tuple[str, ...] = ()
 
     @classmethod
@@ -83,10 +84,17 @@ class Channel:
         is missing, so its messages queue until it is there."""
         raise NotImplementedError
 
-    def render(self, alert: Alert) -> dict[str, Any]:
-        """The message this channel sends for `alert` (stored as JSON in the outbox; no secrets). By
-        default the Slack rendering: `text`, a plain-text version, and Block Kit `blocks`."""
+    @classmethod
+    def render(cls, config: ChannelConfig | None, alert: Alert) -> dict[str, Any]:
+        """The message this channel sends for `alert` under `config` (stored as JSON in the outbox,
+        so never a secret; it depends on the config alone, so a message queued while a credential
+        is missing is the one sent once it is there). By default the Slack rendering: `text`, a
+        plain-text version, and Block Kit `blocks`."""
         return dict(alert.slack_message)
+
+    def message(self, alert: Alert) -> dict[str, Any]:
+        """`render` under this channel's own config."""
+        return type(self).render(self.config, alert)
 
     def send(
         self, message: Mapping[str, Any], *, key: str | None = None, thread: Posted | None = None
@@ -117,11 +125,24 @@ class Channel:
 
 
 class UnavailableChannel(Channel):
-    """Stands in for a destination that lacks its credentials: every send fails with `problem`."""
+    """Stands in for a destination that lacks its credentials: its messages are rendered as the real
+    channel `renders` them (and queue), and every send fails with `problem`."""
 
-    def __init__(self, destination: str, problem: str) -> None:
+    def __init__(
+        self,
+        destination: str,
+        problem: str,
+        *,
+        config: ChannelConfig | None = None,
+        renders: type[Channel] = Channel,
+    ) -> None:
         self.destination = destination
         self.problem = problem
+        self.config = config
+        self.renders = renders
+
+    def message(self, alert: Alert) -> dict[str, Any]:
+        return self.renders.render(self.config, alert)
 
     def send(
         self, message: Mapping[str, Any], *, key: str | None = None, thread: Posted | None = None
@@ -129,13 +150,18 @@ class UnavailableChannel(Channel):
         raise DeliveryError(self.problem)
 
 
+def unavailable(config: ChannelConfig, problem: str) -> Channel:
+    """The stand-in channel of an `alerts.channels` entry that cannot send: rendering as its kind."""
+    from driftline.tasks.alerts.channels.registry import channel_class
+
+    return UnavailableChannel(config.destination, problem, config=config, renders=channel_class(config.kind))
+
+
 def missing_credential(config: ChannelConfig, what: str, env: str | None, secret: str | None) -> Channel:
     """The stand-in channel of an entry whose `what` (a key, a URL) is not where it is expected."""
-    return UnavailableChannel(
-        config.destination, f"no {what} (expected from {Credentials.source(env, secret)})"
-    )
+    return unavailable(config, f"no {what} (expected from {Credentials.source(env, secret)})")
 
 
 def refused_setting(config: ChannelConfig, what: str, problem: str) -> Channel:
     """The stand-in channel of an entry whose `what` (a URL or key read from a secret) is refused."""
-    return UnavailableChannel(config.destination, f"the {what} {problem}")
+    return unavailable(config, f"the {what} {problem}")

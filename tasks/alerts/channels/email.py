@@ -134,7 +134,8 @@ class EmailChannel(Channel):
         username = credentials.get(config.username_env, None)
         return cls(config, username=username, password=password)
 
-    def render(self, alert: Alert) -> dict[str, Any]:
+    @classmethod
+    def render(cls, config: ChannelConfig | None, alert: Alert) -> dict[str, Any]:
         return {"subject": clip(f"[driftline] {alert.title}", SUBJECT_LIMIT), "text": alert.text}
 
     def _email(self, message: Mapping[str, Any], key: str | None) -> EmailMessage:

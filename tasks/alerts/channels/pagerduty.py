@@ -78,7 +78,8 @@ class PagerDutyChannel(Channel):
             )
         return cls(key, destination=config.destination, base_url=config.base_url)
 
-    def render(self, alert: Alert) -> dict[str, Any]:
+    @classmethod
+    def render(cls, config: ChannelConfig | None, alert: Alert) -> dict[str, Any]:
         """The event of the alert's one incident change: `trigger` (open, escalate) or `resolve`."""
         (change,) = alert.changes
         key = dedup_key(alert.monitor, change.incident_id)

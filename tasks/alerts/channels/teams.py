@@ -101,7 +101,8 @@ class TeamsChannel(Channel):
             return refused_setting(config, "Teams webhook URL", problem)
         return cls(url, destination=config.destination)
 
-    def render(self, alert: Alert) -> dict[str, Any]:
+    @classmethod
+    def render(cls, config: ChannelConfig | None, alert: Alert) -> dict[str, Any]:
         return adaptive_card(alert)
 
     def send(

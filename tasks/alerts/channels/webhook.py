@@ -110,7 +110,8 @@ class WebhookChannel(Channel):
             return refused_setting(config, "webhook URL", problem)
         return cls(url, secret, destination=config.destination, url_is_secret=config.url is None)
 
-    def render(self, alert: Alert) -> dict[str, Any]:
+    @classmethod
+    def render(cls, config: ChannelConfig | None, alert: Alert) -> dict[str, Any]:
         return {"version": BODY_VERSION, **alert.to_dict()}
 
     def send(
