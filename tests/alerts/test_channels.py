@@ -245,15 +245,15 @@ def test_a_missing_credential_queues_the_alert_until_it_is_set(
         {"console": False, "channels": [{"kind": "pagerduty", "base_url": pager.url}]}
     )
     monkeypatch.delenv("PAGERDUTY_ROUTING_KEY", raising=False)
-    first = run(engine, config, "b1", FAILING[0])
-    assert (first.queued, first.pending, pager.requests) == (1, 1, [])
-    assert first.reasons == [
+    first = run(engine, config, "b1", *FAILING)
+    assert (first.queued, first.pending, pager.requests) == (2, 2, [])
+    assert first.reasons[0] == (
         "pagerduty: alert for batch b1 not sent: no PagerDuty routing key "
         "(expected from environment variable PAGERDUTY_ROUTING_KEY)"
-    ]
+    )
     monkeypatch.setenv("PAGERDUTY_ROUTING_KEY", ROUTING_KEY)
-    assert run(engine, config, "b2", FAILING[0]).delivered == 1
-    assert [r.json["event_action"] for r in pager.requests] == ["trigger"]
+    assert run(engine, config, "b2", *FAILING).delivered == 2
+    assert [r.json["event_action"] for r in pager.requests] == ["trigger", "trigger"]
 
 
 def test_secrets_come_from_the_engines_secret_store(engine: Engine, hook: HttpRecorder) -> None:
