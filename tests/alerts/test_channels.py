@@ -325,3 +325,22 @@ def test_starttls_to_a_server_without_it_is_a_clear_error(engine: Engine, smtp: 
     report = run(engine, config, "b1", FAILING[0])
     assert report.pending == 1 and "does not offer" in report.reasons[0] and "STARTTLS" in report.reasons[0]
     assert smtp[0].envelopes == []
+
+
+def test_an_escalation_triggers_again_under_the_same_dedup_key(
+    engine: Engine, pager: HttpRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAGERDUTY_ROUTING_KEY", ROUTING_KEY)
+    config = AlertConfig.model_validate(
+        {"console": False, "channels": [{"kind": "pagerduty", "base_url": pager.url}]}
+    )
+    run(engine, config, "b1", result("drift.numeric", "age", "medium"))
+    run(engine, config, "b2", result("drift.numeric", "age", "high"))
+    events = [
+        (r.json["event_action"], r.json["dedup_key"], r.json["payload"]["severity"]) for r in pager.requests
+    ]
+    assert events == [("trigger", events[0][1], "error"), ("trigger", events[0][1], "critical")]
+    assert (
+        pager.requests[1].json["payload"]["summary"]
+        == "acs: [HIGH] drift.numeric · age: escalated from medium"
+    )
