@@ -16,13 +16,12 @@ from driftline.tasks.alerts.channels import (
     Credentials,
     DeliveryError,
     Posted,
-    missing_credential,
     post_json,
-    refused_setting,
     register_channel,
+    secret_url,
     url_secrets,
 )
-from driftline.tasks.alerts.config import ChannelConfig, channel_url_problem
+from driftline.tasks.alerts.config import ChannelConfig
 
 
 class ChatConfig(ChannelConfig):
@@ -49,11 +48,8 @@ class ChatChannel(Channel):
     @classmethod
     def from_config(cls, config: ChannelConfig, credentials: Credentials) -> Channel:
         assert isinstance(config, ChatConfig)
-        url = credentials.get(config.webhook_url_env, None)
-        if not url:  # the alert stays queued until the variable is set
-            return missing_credential(config, "chat webhook URL", config.webhook_url_env, None)
-        if problem := channel_url_problem(url):
-            return refused_setting(config, "chat webhook URL", problem)
+        # unset or not https: ChannelUnavailable, and the alert stays queued until it is fixed
+        url = secret_url(credentials, "chat webhook URL", config.webhook_url_env, None)
         return cls(config, url)
 
     @classmethod

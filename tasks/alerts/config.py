@@ -11,6 +11,8 @@ do not echo the input.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from string import Formatter
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlsplit
@@ -52,9 +54,9 @@ def http_url_problem(url: str) -> str | None:
     return None
 
 
-def callable_url(url: str) -> str:
-    """`url`, or a `ValueError` saying why it cannot be called (`http_url_problem`), never echoing it."""
-    problem = http_url_problem(url)
+def callable_url(url: str, problem_of: Callable[[str], str | None] = http_url_problem) -> str:
+    """`url`, or a `ValueError` saying why it cannot be called (`problem_of`), never echoing it."""
+    problem = problem_of(url)
     if problem:
         raise ValueError(problem)
     return url
@@ -75,16 +77,8 @@ def channel_url_problem(url: str) -> str | None:
     return problem
 
 
-def channel_url(url: str) -> str:
-    """`url`, or a `ValueError` saying why a channel cannot call it (`channel_url_problem`)."""
-    problem = channel_url_problem(url)
-    if problem:
-        raise ValueError(problem)
-    return url
-
-
 # A URL an alert channel calls: https, or http to this machine only.
-ChannelUrl = Annotated[str, AfterValidator(channel_url)]
+ChannelUrl = Annotated[str, AfterValidator(partial(callable_url, problem_of=channel_url_problem))]
 
 
 class Routing(BaseModel):

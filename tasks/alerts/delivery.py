@@ -22,7 +22,7 @@ from driftline.tasks.alerts.channels import (
     channel_class,
     slack_sender,
 )
-from driftline.tasks.alerts.channels.base import unavailable
+from driftline.tasks.alerts.channels.base import ChannelUnavailable, unavailable
 from driftline.tasks.alerts.config import AlertConfig, ChannelConfig
 
 # The names of earlier releases: every channel is a sender.
@@ -79,6 +79,8 @@ def _built(entry: ChannelConfig, credentials: Credentials) -> Channel:
     built (its kind was resolved when the spec loaded)."""
     try:
         return channel_class(entry.kind).from_config(entry, credentials)
+    except ChannelUnavailable as exc:
+        return unavailable(entry, str(exc))
     except Exception as exc:
         return unavailable(entry, f"{entry.kind} channel not built: {type(exc).__name__}: {exc}")
 

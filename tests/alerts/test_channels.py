@@ -11,6 +11,7 @@ import hmac
 import logging
 import socket
 from collections.abc import Iterator
+from dataclasses import dataclass
 from email.message import Message
 from email.policy import default as default_policy
 from typing import Any
@@ -92,21 +93,42 @@ def secrets(monkeypatch: pytest.MonkeyPatch, teams: HttpRecorder) -> None:
     monkeypatch.setenv("DRIFTLINE_WEBHOOK_SECRET", HOOK_SECRET)
 
 
-def every_channel(
-    slack: SlackStandIn, pager: HttpRecorder, hook: HttpRecorder, smtp_port: int, **alerts: Any
-) -> AlertConfig:
-    """Slack as today beside PagerDuty, Teams, email and a signed webhook; resolve after 3 quiet runs."""
-    mail = {"smtp_host": "127.0.0.1", "smtp_port": smtp_port, "starttls": False}
-    mail |= {"from": "driftline@example.com", "to": ["ml-team@example.com", "oncall@example.com"]}
-    channels = [
-        {"kind": "pagerduty", "base_url": pager.url},
-        {"kind": "teams"},
-        {"kind": "email", **mail},
-        {"kind": "webhook", "url": f"{hook.url}/driftline"},
-    ]
-    return AlertConfig.model_validate(
-        {"slack": {"channel": "#ml-alerts", "base_url": slack.api_url}, "channels": channels, **alerts}
-    )
+@dataclass(frozen=True)
+class StandIns:
+    """Every stand-in at once: Slack, PagerDuty, Teams, the webhook receiver and the SMTP server."""
+
+    slack: SlackStandIn
+    pager: HttpRecorder
+    teams: HttpRecorder
+    hook: HttpRecorder
+    inbox: Inbox
+    smtp_port: int
+
+    def config(self, **alerts: Any) -> AlertConfig:
+        """Slack as today beside PagerDuty, Teams, email and a signed webhook (resolve after 3 quiet runs)."""
+        mail = {"smtp_host": "127.0.0.1", "smtp_port": self.smtp_port, "starttls": False}
+        mail |= {"from": "driftline@example.com", "to": ["ml-team@example.com", "oncall@example.com"]}
+        channels = [
+            {"kind": "pagerduty", "base_url": self.pager.url},
+            {"kind": "teams"},
+            {"kind": "email", **mail},
+            {"kind": "webhook", "url": f"{self.hook.url}/driftline"},
+        ]
+        slack = {"channel": "#ml-alerts", "base_url": self.slack.api_url}
+        return AlertConfig.model_validate({"slack": slack, "channels": channels, **alerts})
+
+
+@pytest.fixture
+def every(
+    slack: SlackStandIn,
+    pager: HttpRecorder,
+    teams: HttpRecorder,
+    hook: HttpRecorder,
+    smtp: tuple[Inbox, int],
+    secrets: None,
+) -> StandIns:
+    """Every stand-in running, and the channels' credentials set."""
+    return StandIns(slack, pager, teams, hook, *smtp)
 
 
 def run(engine: Engine, config: AlertConfig, batch_id: str, *results: dict[str, Any]) -> AlertReport:
@@ -120,16 +142,11 @@ QUIET = (result("drift.numeric", "age", "none"), result("drift.numeric", "income
 HEADLINES = ("[HIGH] drift.numeric · age: opened", "[MEDIUM] drift.numeric · income: opened")
 
 
-@pytest.mark.usefixtures("secrets")
 def test_a_failing_batch_pages_once_per_incident_and_resolves_when_the_incident_closes(
-    engine: Engine,
-    slack: SlackStandIn,
-    pager: HttpRecorder,
-    teams: HttpRecorder,
-    hook: HttpRecorder,
-    smtp: tuple[Inbox, int],
+    engine: Engine, every: StandIns
 ) -> None:
-    config = every_channel(slack, pager, hook, smtp[1])
+    slack, pager, teams, hook = every.slack, every.pager, every.teams, every.hook
+    config = every.config()
     opened = run(engine, config, "b1", *FAILING)
     assert (opened.queued, opened.delivered, opened.failed, opened.pending) == (6, 6, 0, 0)
     keys = {c.target: f"driftline/acs/incident/{c.incident_id}" for c in opened.changes}
@@ -152,19 +169,14 @@ def test_a_failing_batch_pages_once_per_incident_and_resolves_when_the_incident_
         ("resolve", keys["income"]),
     ]
     assert len(pager.requests) == 4 and len(teams.requests) == len(hook.requests) == 2
-    assert len(smtp[0].envelopes) == 2 and len(slack.accepted()) == 2  # Slack: the thread's parent, a reply
+    assert (
+        len(every.inbox.envelopes) == 2 and len(slack.accepted()) == 2
+    )  # Slack: the thread's parent, a reply
 
 
-@pytest.mark.usefixtures("secrets")
-def test_teams_email_and_the_webhook_receive_the_same_alert_as_slack(
-    engine: Engine,
-    slack: SlackStandIn,
-    pager: HttpRecorder,
-    teams: HttpRecorder,
-    hook: HttpRecorder,
-    smtp: tuple[Inbox, int],
-) -> None:
-    config = every_channel(slack, pager, hook, smtp[1])
+def test_teams_email_and_the_webhook_receive_the_same_alert_as_slack(engine: Engine, every: StandIns) -> None:
+    slack, teams, hook = every.slack, every.teams, every.hook
+    config = every.config()
     run(engine, config, "b1", *FAILING)
     (posted,) = slack.top_level()
     assert all(h in posted["text"] for h in HEADLINES)
@@ -178,8 +190,8 @@ def test_teams_email_and_the_webhook_receive_the_same_alert_as_slack(
     texts = [block["text"] for block in card["body"]]
     assert texts[0] == "acs: worst severity high" and all(h in texts for h in HEADLINES)
 
-    (mail,) = smtp[0].messages()
-    (envelope,) = smtp[0].envelopes
+    (mail,) = every.inbox.messages()
+    (envelope,) = every.inbox.envelopes
     assert envelope.mail_from == "driftline@example.com"
     assert envelope.rcpt_tos == ["ml-team@example.com", "oncall@example.com"]
     assert mail["Subject"] == "[driftline] acs: worst severity high"
@@ -207,23 +219,19 @@ def test_teams_email_and_the_webhook_receive_the_same_alert_as_slack(
     assert keys == {delivery.headers["x-driftline-delivery"]}
 
 
-@pytest.mark.usefixtures("secrets")
 def test_a_failing_channel_keeps_its_alert_queued_and_the_others_deliver(
     engine: Engine,
-    slack: SlackStandIn,
-    pager: HttpRecorder,
-    teams: HttpRecorder,
-    hook: HttpRecorder,
-    smtp: tuple[Inbox, int],
+    every: StandIns,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    config = every_channel(slack, pager, hook, smtp[1], resolve_after=1)
+    slack, pager, teams, hook = every.slack, every.pager, every.teams, every.hook
+    config = every.config(resolve_after=1)
     pager.default = 500  # every attempt fails, and the stand-in quotes the body (with the routing key)
     teams.default = 503
     caplog.set_level(logging.DEBUG)
     first = run(engine, config, "b1", FAILING[0])
     assert (first.delivered, first.failed, first.pending) == (3, 2, 2)
-    assert len(smtp[0].envelopes) == len(hook.requests) == len(slack.accepted()) == 1
+    assert len(every.inbox.envelopes) == len(hook.requests) == len(slack.accepted()) == 1
     assert len(pager.requests) == 3  # three attempts, one event
     leaked = [ROUTING_KEY, TEAMS_SECRET, "teams-stand-in-signature-secret"]
     with Session(engine) as session:

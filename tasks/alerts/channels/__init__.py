@@ -8,12 +8,13 @@ console is `alerts.console`. How to add one: docs/alerts.md.
 
 from driftline.tasks.alerts.channels.base import (
     Channel,
+    ChannelUnavailable,
     Credentials,
     DeliveryError,
     Posted,
     UnavailableChannel,
-    missing_credential,
-    refused_setting,
+    required_secret,
+    secret_url,
 )
 from driftline.tasks.alerts.channels.console import ConsoleSender
 from driftline.tasks.alerts.channels.email import EmailChannel
@@ -40,6 +41,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Channel",
     "ChannelConfig",
+    "ChannelUnavailable",
     "ConsoleSender",
     "Credentials",
     "DeliveryError",
@@ -54,10 +56,10 @@ __all__ = [
     "WebhookChannel",
     "channel_class",
     "channel_kinds",
-    "missing_credential",
     "post_json",
-    "refused_setting",
     "register_channel",
+    "required_secret",
+    "secret_url",
     "slack_sender",
     "unregister_channel",
     "url_secrets",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from driftline.tasks.alerts.config import ChannelConfig
+from driftline.tasks.alerts.config import ChannelConfig, channel_url_problem
 
 if TYPE_CHECKING:
     from driftline.tasks.alerts.alert import Alert
@@ -80,8 +80,8 @@ class Channel:
 
     @classmethod
     def from_config(cls, config: ChannelConfig, credentials: Credentials) -> Channel:
-        """The channel an `alerts.channels` entry describes; an `UnavailableChannel` when a credential
-        is missing, so its messages queue until it is there."""
+        """The channel an `alerts.channels` entry describes; raises `ChannelUnavailable` when a
+        credential is missing or refused (its messages queue until it is there)."""
         raise NotImplementedError
 
     @classmethod
@@ -158,11 +158,22 @@ def unavailable(config: ChannelConfig, problem: str) -> Channel:
     return UnavailableChannel(config.destination, problem, config=config, renders=channel_class(config.kind))
 
 
-def missing_credential(config: ChannelConfig, what: str, env: str | None, secret: str | None) -> Channel:
-    """The stand-in channel of an entry whose `what` (a key, a URL) is not where it is expected."""
-    return unavailable(config, f"no {what} (expected from {Credentials.source(env, secret)})")
+class ChannelUnavailable(RuntimeError):
+    """Raised by `from_config` when a channel cannot send yet (a credential unset or refused): the
+    channel's messages still queue, and every send fails with this message until it is fixed."""
 
 
-def refused_setting(config: ChannelConfig, what: str, problem: str) -> Channel:
-    """The stand-in channel of an entry whose `what` (a URL or key read from a secret) is refused."""
-    return unavailable(config, f"the {what} {problem}")
+def required_secret(credentials: Credentials, what: str, env: str | None, secret: str | None) -> str:
+    """The secret `what` (a key, a password), or `ChannelUnavailable` naming where it was expected."""
+    value = credentials.get(env, secret)
+    if not value:
+        raise ChannelUnavailable(f"no {what} (expected from {Credentials.source(env, secret)})")
+    return value
+
+
+def secret_url(credentials: Credentials, what: str, env: str | None, secret: str | None) -> str:
+    """A URL read as a secret, callable by a channel (`channel_url_problem`), or `ChannelUnavailable`."""
+    url = required_secret(credentials, what, env, secret)
+    if problem := channel_url_problem(url):
+        raise ChannelUnavailable(f"the {what} {problem}")
+    return url

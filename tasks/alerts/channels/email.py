@@ -24,7 +24,7 @@ from driftline.tasks.alerts.channels.base import (
     Credentials,
     DeliveryError,
     Posted,
-    missing_credential,
+    required_secret,
 )
 from driftline.tasks.alerts.channels.registry import register_channel
 from driftline.tasks.alerts.config import LOOPBACK_HOSTS, ChannelConfig
@@ -128,9 +128,7 @@ class EmailChannel(Channel):
         assert isinstance(config, EmailConfig)
         if not (config.password_env or config.password_block):
             return cls(config)
-        password = credentials.get(config.password_env, config.password_block)
-        if not password:
-            return missing_credential(config, "SMTP password", config.password_env, config.password_block)
+        password = required_secret(credentials, "SMTP password", config.password_env, config.password_block)
         username = credentials.get(config.username_env, None)
         return cls(config, username=username, password=password)
 

@@ -21,7 +21,7 @@ from driftline.tasks.alerts.channels.base import (
     Credentials,
     DeliveryError,
     Posted,
-    missing_credential,
+    required_secret,
 )
 from driftline.tasks.alerts.channels.http_post import post_json
 from driftline.tasks.alerts.channels.registry import register_channel
@@ -71,11 +71,9 @@ class PagerDutyChannel(Channel):
     @classmethod
     def from_config(cls, config: ChannelConfig, credentials: Credentials) -> Channel:
         assert isinstance(config, PagerDutyConfig)
-        key = credentials.get(config.routing_key_env, config.routing_key_block)
-        if not key:
-            return missing_credential(
-                config, "PagerDuty routing key", config.routing_key_env, config.routing_key_block
-            )
+        key = required_secret(
+            credentials, "PagerDuty routing key", config.routing_key_env, config.routing_key_block
+        )
         return cls(key, destination=config.destination, base_url=config.base_url)
 
     @classmethod

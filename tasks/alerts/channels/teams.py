@@ -16,12 +16,11 @@ from driftline.tasks.alerts.channels.base import (
     Credentials,
     DeliveryError,
     Posted,
-    missing_credential,
-    refused_setting,
+    secret_url,
 )
 from driftline.tasks.alerts.channels.http_post import post_json, url_secrets
 from driftline.tasks.alerts.channels.registry import register_channel
-from driftline.tasks.alerts.config import ChannelConfig, channel_url_problem
+from driftline.tasks.alerts.config import ChannelConfig
 from driftline.tasks.alerts.messages import MAX_LISTED
 
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
@@ -92,13 +91,7 @@ class TeamsChannel(Channel):
     @classmethod
     def from_config(cls, config: ChannelConfig, credentials: Credentials) -> Channel:
         assert isinstance(config, TeamsConfig)
-        url = credentials.get(config.webhook_url_env, config.webhook_url_block)
-        if not url:
-            return missing_credential(
-                config, "Teams webhook URL", config.webhook_url_env, config.webhook_url_block
-            )
-        if problem := channel_url_problem(url):
-            return refused_setting(config, "Teams webhook URL", problem)
+        url = secret_url(credentials, "Teams webhook URL", config.webhook_url_env, config.webhook_url_block)
         return cls(url, destination=config.destination)
 
     @classmethod

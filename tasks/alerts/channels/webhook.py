@@ -20,15 +20,16 @@ from pydantic import Field, model_validator
 from driftline.tasks.alerts.alert import Alert
 from driftline.tasks.alerts.channels.base import (
     Channel,
+    ChannelUnavailable,
     Credentials,
     DeliveryError,
     Posted,
-    missing_credential,
-    refused_setting,
+    required_secret,
+    secret_url,
 )
 from driftline.tasks.alerts.channels.http_post import post_json, url_secrets
 from driftline.tasks.alerts.channels.registry import register_channel
-from driftline.tasks.alerts.config import ChannelConfig, ChannelUrl, channel_url_problem
+from driftline.tasks.alerts.config import ChannelConfig, ChannelUrl
 from driftline.tasks.safe_text import header_value
 
 SIGNATURE_HEADER = "X-Driftline-Signature"
@@ -94,20 +95,14 @@ class WebhookChannel(Channel):
     @classmethod
     def from_config(cls, config: ChannelConfig, credentials: Credentials) -> Channel:
         assert isinstance(config, WebhookConfig)
-        secret = credentials.get(config.secret_env, config.secret_block)
-        if not secret:
-            return missing_credential(
-                config, "webhook signing secret", config.secret_env, config.secret_block
-            )
+        secret = required_secret(
+            credentials, "webhook signing secret", config.secret_env, config.secret_block
+        )
         if len(secret) < MIN_SECRET_LENGTH:
-            return refused_setting(
-                config, "webhook signing secret", f"is shorter than {MIN_SECRET_LENGTH} characters"
+            raise ChannelUnavailable(
+                f"the webhook signing secret is shorter than {MIN_SECRET_LENGTH} characters"
             )
-        url = config.url or credentials.get(config.url_env, config.url_block)
-        if not url:
-            return missing_credential(config, "webhook URL", config.url_env, config.url_block)
-        if problem := channel_url_problem(url):
-            return refused_setting(config, "webhook URL", problem)
+        url = config.url or secret_url(credentials, "webhook URL", config.url_env, config.url_block)
         return cls(url, secret, destination=config.destination, url_is_secret=config.url is None)
 
     @classmethod
