@@ -5,6 +5,7 @@ starts, validated (https, or http to this machine only), and masked in every err
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -27,6 +28,9 @@ CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
 # Adaptive Card text colours of the run's worst severity.
 COLOR = {"high": "Attention", "medium": "Warning", "low": "Accent", "none": "Good"}
+# What Adaptive Card markdown (a CommonMark subset) gives a meaning to inside a line: emphasis, links,
+# code, strike-through, HTML; escaped (CommonMark backslash escapes) in every text the card shows.
+MARKDOWN = re.compile(r"([\\`*_\[\]~<>])")
 
 
 class TeamsConfig(ChannelConfig):
@@ -39,15 +43,21 @@ class TeamsConfig(ChannelConfig):
     )
 
 
+def plain(text: str) -> str:
+    """`text` with every character Adaptive Card markdown acts on backslash-escaped, so a column name
+    or a reason from the data shows as written and cannot become a link or emphasis."""
+    return MARKDOWN.sub(r"\\\1", text)
+
+
 def _text(text: str, **style: Any) -> dict[str, Any]:
-    return {"type": "TextBlock", "text": text, "wrap": True, **style}
+    return {"type": "TextBlock", "text": plain(text), "wrap": True, **style}
 
 
 def _section(heading: str, lines: list[str]) -> list[dict[str, Any]]:
-    """A bold heading and its lines as a bulleted text block (nothing when there are no lines)."""
+    """A bold heading and its lines as one text block, a line each (nothing when there are no lines)."""
     if not lines:
         return []
-    return [_text(heading, weight="Bolder", spacing="Medium"), _text("\n".join(f"- {x}" for x in lines))]
+    return [_text(heading, weight="Bolder", spacing="Medium"), _text("\n".join(lines))]
 
 
 def adaptive_card(alert: Alert) -> dict[str, Any]:
