@@ -153,7 +153,7 @@ class Driver:
 
     def secret(self, block: str) -> str | None:
         """A secret stored by the orchestrator; the plain engine has none (use an environment variable)."""
-        self.logger.error("token_block %r needs the Prefect engine; set token_env instead", block)
+        self.logger.error("secret %r needs the Prefect or Airflow engine; use its `*_env` key instead", block)
         return None
 
     def retrain(self, spec: MonitorSpec, request: RetrainRequest, state_dir: Path) -> dict[str, Any]:

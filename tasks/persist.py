@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -69,21 +68,10 @@ class Persisted:
     alerts: dict[str, Any] = field(default_factory=dict)
 
 
-def slack_token(spec: MonitorSpec, driver: Driver) -> str | None:
-    """The bot token from the spec's environment variable or the engine's secret store; None when unset.
-
-    A missing secret is logged (never its value) and leaves the alert queued until the token exists.
-    """
-    slack = spec.alerts.slack
-    if slack is None or slack.uses_webhook:
-        return None
-    if slack.token_block:
-        return driver.secret(slack.token_block)
-    return os.environ.get(slack.token_env) if slack.token_env else None
-
-
 def process_run_alerts(url: str, spec: MonitorSpec, record: dict[str, Any], driver: Driver) -> dict[str, Any]:
-    """Update incidents and deliver (or queue) the alert of one stored run."""
+    """Update incidents and deliver (or queue) the alert of one stored run; channels read their secrets
+    from the environment or the engine's secret store (a missing one is logged, never its value, and
+    leaves the alert queued until it exists)."""
     from driftline.tasks.alerts import process_alerts
     from driftline.tasks.history.db import connected_store
 
@@ -94,7 +82,7 @@ def process_run_alerts(url: str, spec: MonitorSpec, record: dict[str, Any], driv
             batch_id=record["batch_id"],
             results=record["results"],
             config=spec.alerts,
-            token=slack_token(spec, driver),
+            secrets=driver.secret,
             run_url=driver.run_url,
             batch_time=record.get("batch_time"),
         )

@@ -1,8 +1,10 @@
 """Alerting: incidents opened, escalated and resolved by runs (thresholds and baseline rules), and their
-Slack (or console) messages, one thread per incident on a bot channel, routed and muted as configured.
+messages on every channel (`channels/`: Slack, with one thread per incident on a bot channel,
+PagerDuty, Teams, email, signed webhooks, the console, or a channel of your own), routed and muted as
+configured.
 
-Every message goes through the `alert_outbox` table before it is sent, so an alert Slack cannot take
-now is delivered by a later run.
+Every message goes through the `alert_outbox` table before it is sent, so an alert a channel cannot
+take now is delivered by a later run.
 """
 
 from driftline.tasks.alerts.config import AlertConfig, AlertRule, Route, SlackConfig

@@ -1,19 +1,33 @@
 """The `alerts:` section of a monitor spec: when to alert, on what (thresholds and baseline rules), and
-where to deliver (a default Slack channel or webhook, extra channels routed by severity or family).
+where to deliver (a default Slack channel or webhook, extra Slack channels and other channels, each
+routed by severity or family).
 
 Secrets never live in this model's output: the bot token is resolved by the flow (environment variable
-or Prefect Secret block) and passed in, a literal webhook URL is a `SecretStr` (masked in `repr` and
-JSON dumps), and validation errors do not echo the input.
+or Prefect Secret block) and passed in, a channel's credentials are named by environment variable or
+secret, a literal webhook URL is a `SecretStr` (masked in `repr` and JSON dumps), and validation errors
+do not echo the input.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from string import Formatter
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
 
 AlertSeverity = Literal["low", "medium", "high"]
 SEVERITY_ORDER = ("low", "medium", "high")
@@ -40,9 +54,9 @@ def http_url_problem(url: str) -> str | None:
     return None
 
 
-def callable_url(url: str) -> str:
-    """`url`, or a `ValueError` saying why it cannot be called (`http_url_problem`), never echoing it."""
-    problem = http_url_problem(url)
+def callable_url(url: str, problem_of: Callable[[str], str | None] = http_url_problem) -> str:
+    """`url`, or a `ValueError` saying why it cannot be called (`problem_of`), never echoing it."""
+    problem = problem_of(url)
     if problem:
         raise ValueError(problem)
     return url
@@ -51,12 +65,77 @@ def callable_url(url: str) -> str:
 # A URL driftline calls (an API base or a webhook), validated as `callable_url` when the spec loads.
 CallableUrl = Annotated[str, AfterValidator(callable_url)]
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
-class SlackConfig(BaseModel):
-    """Slack delivery: a bot token posting to `channel`, or an incoming webhook."""
+
+def channel_url_problem(url: str) -> str | None:
+    """Why an alert channel may not call `url`, without echoing it: as `http_url_problem`, and plain
+    http only to this machine (a credential or an alert must not cross a network in clear text)."""
+    problem = http_url_problem(url)
+    if problem is None and url.startswith("http://") and urlsplit(url).hostname not in LOOPBACK_HOSTS:
+        return "must use https:// (http:// only to 127.0.0.1 or localhost)"
+    return problem
+
+
+# A URL an alert channel calls: https, or http to this machine only.
+ChannelUrl = Annotated[str, AfterValidator(partial(callable_url, problem_of=channel_url_problem))]
+
+
+class Routing(BaseModel):
+    """Which incidents a destination receives: those matching every condition given."""
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
+    min_severity: AlertSeverity | None = Field(None, description="only incidents at least this severe")
+    family: list[str] | None = Field(None, description="only these check families (`drift`, ...)")
+
+    @field_validator("family", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    def matches(self, check: str, severity: str) -> bool:
+        """True when an incident of `check` at (worst) `severity` goes to this destination."""
+        if self.min_severity is not None and (
+            severity not in SEVERITY_ORDER
+            or SEVERITY_ORDER.index(severity) < SEVERITY_ORDER.index(self.min_severity)
+        ):
+            return False
+        return self.family is None or check_family(check) in self.family
+
+
+class ChannelConfig(Routing):
+    """One entry of `alerts.channels`: the channel's `kind` (a registered channel, `driftline.tasks.
+    alerts.channels`), an optional `name` telling two channels of one kind apart, its routing, and the
+    fields its kind declares in a subclass."""
+
+    kind: str = Field(min_length=1, description="registered channel kind: pagerduty, teams, email, ...")
+    name: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9_.#-]+$", max_length=80, description="tells two channels of a kind apart"
+    )
+
+    @property
+    def destination(self) -> str:
+        """Outbox destination label: `kind`, or `kind:name`; never contains a secret."""
+        return f"{self.kind}:{self.name}" if self.name else self.kind
+
+
+def typed_channel(value: Any) -> Any:
+    """An `alerts.channels` entry validated by the config model its `kind` registers."""
+    if not isinstance(value, dict):
+        return value
+    kind = value.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ValueError("each channel needs a `kind`")
+    from driftline.tasks.alerts.channels.registry import channel_class
+
+    return channel_class(kind).config_model.model_validate(value)
+
+
+class SlackConfig(ChannelConfig):
+    """Slack delivery: a bot token posting to `channel`, or an incoming webhook."""
+
+    kind: Literal["slack"] = "slack"
     channel: str | None = Field(None, description="channel name (`#ml-alerts`) or id for the bot")
     token_env: str | None = Field("SLACK_BOT_TOKEN", description="environment variable with the bot token")
     token_block: str | None = Field(None, description="Prefect Secret block holding the bot token")
@@ -191,33 +270,15 @@ class AlertRule(BaseModel):
         return self.window + max(self.for_runs, 1)
 
 
-class Route(BaseModel):
+class Route(Routing):
     """Another Slack channel that receives the incidents matching every condition given."""
 
-    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
-
     channel: str = Field(min_length=1, description="channel name (`#ml-oncall`) or id")
-    min_severity: AlertSeverity | None = Field(None, description="only incidents at least this severe")
-    family: list[str] | None = Field(None, description="only these check families (`drift`, ...)")
-
-    @field_validator("family", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        return [value] if isinstance(value, str) else value
 
     @property
     def destination(self) -> str:
         """Outbox destination label of this channel."""
         return f"slack:{self.channel}"
-
-    def matches(self, check: str, severity: str) -> bool:
-        """True when an incident of `check` at (worst) `severity` goes to this channel."""
-        if self.min_severity is not None and (
-            severity not in SEVERITY_ORDER
-            or SEVERITY_ORDER.index(severity) < SEVERITY_ORDER.index(self.min_severity)
-        ):
-            return False
-        return self.family is None or check_family(check) in self.family
 
 
 class SustainedConfig(BaseModel):
@@ -259,6 +320,10 @@ class AlertConfig(BaseModel):
     console: bool = Field(True, description="print alerts when no Slack destination is configured")
     rules: list[AlertRule] = Field(default_factory=list, description="baseline rules over the history")
     routes: list[Route] = Field(default_factory=list, description="more Slack channels, by severity/family")
+    channels: list[SerializeAsAny[Annotated[ChannelConfig, BeforeValidator(typed_channel)]]] = Field(
+        default_factory=list,
+        description="more channels (pagerduty, teams, email, webhook, slack, ...), each with its routing",
+    )
     sustained: SustainedConfig = Field(
         default_factory=SustainedConfig, description="evidence accumulated over recent batches"
     )
@@ -287,7 +352,18 @@ class AlertConfig(BaseModel):
             again = sorted(c for c, n in channels.items() if n > 1)
             if again:
                 raise ValueError(f"routes: channel {again[0]!r} is listed twice (or is alerts.slack.channel)")
+        taken = Counter(d.destination for d in self.routed)
+        twice = sorted(d for d, n in taken.items() if n > 1)
+        if twice:
+            raise ValueError(
+                f"channels: destination {twice[0]!r} is configured twice; give one of them another `name`"
+            )
         return self
+
+    @property
+    def routed(self) -> list[Route | ChannelConfig]:
+        """Every destination with its routing: alerts.slack, its routes, then alerts.channels."""
+        return [*([self.slack] if self.slack is not None else []), *self.routes, *self.channels]
 
     @property
     def destination(self) -> str | None:
@@ -297,7 +373,7 @@ class AlertConfig(BaseModel):
         return CONSOLE_DESTINATION if self.console else None
 
     def destinations_for(self, check: str, severity: str) -> list[str]:
-        """Every destination an incident of `check` at (worst) `severity` goes to: the default one
-        (all incidents, as without routes), then each matching route."""
-        default = [self.destination] if self.destination is not None else []
-        return default + [r.destination for r in self.routes if r.matches(check, severity)]
+        """Every destination an incident of `check` at (worst) `severity` goes to: the console (all
+        incidents) when it is the default, else each matching destination in `routed` order."""
+        console = [CONSOLE_DESTINATION] if self.destination == CONSOLE_DESTINATION else []
+        return console + [d.destination for d in self.routed if d.matches(check, severity)]

@@ -246,6 +246,12 @@ def _text(
     return escape(clip("\n".join(lines), TEXT_LIMIT))
 
 
+def run_worst(changes: Sequence[IncidentChange], results: Sequence[Mapping[str, Any]]) -> str:
+    """The worst severity of a run: of its graded results, else of its incident changes."""
+    graded = [r["severity"] for r in results if r["status"] == "ok"]
+    return worst_severity(graded or [c.severity for c in changes])
+
+
 def build_message(
     *,
     monitor: str,
@@ -258,8 +264,7 @@ def build_message(
     """`{"text": fallback, "blocks": [...]}` for one run; `results` give the worst severity, errors,
     the likely cause of each target with a fault signature (`tasks.diagnosis`), shown first, and what
     labels said about the run's premises (`tasks.hindsight`)."""
-    graded = [r["severity"] for r in results if r["status"] == "ok"]
-    worst = worst_severity(graded or [c.severity for c in changes])
+    worst = run_worst(changes, results)
     errors = _errors(results)
     causes = [d.line for d in diagnose(results)]
     warnings = warning_lines(results)

@@ -1,13 +1,15 @@
 """The alert step of a monitor run: baseline rules, incidents, messages per destination, the outbox.
 
-For each destination (the default one and every matching route) a run's unmuted incident changes
-become messages: on a bot channel, one new message for incidents without a thread there (it starts
-their threads) and one reply per existing thread; on a webhook or the console, one flat message.
+For each destination (the default one, every matching route and every matching channel) a run's
+unmuted incident changes become messages, each rendered by the destination's channel from one
+channel-neutral `Alert`: on a threading channel (the Slack bot), one new message for incidents without
+a thread there (it starts their threads) and one reply per existing thread; on a per-incident channel
+(PagerDuty), one message per change; elsewhere (webhooks, Teams, email, the console), one message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
@@ -15,10 +17,12 @@ from typing import Any, TextIO
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from driftline.tasks.alerts.alert import Alert
+from driftline.tasks.alerts.channels import Channel
 from driftline.tasks.alerts.config import AlertConfig
-from driftline.tasks.alerts.delivery import Sender, build_senders
+from driftline.tasks.alerts.delivery import build_senders
 from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents, newer_batch
-from driftline.tasks.alerts.messages import build_message, build_thread_state
+from driftline.tasks.alerts.messages import build_thread_state
 from driftline.tasks.alerts.mutes import active_mutes
 from driftline.tasks.alerts.outbox import dedupe_key, enqueue, flush_outbox, unsent_elsewhere
 from driftline.tasks.alerts.rules import evaluate_rules
@@ -103,18 +107,21 @@ def _queue_messages(
     monitor: str,
     batch_id: str,
     destination: str,
-    sender: Sender,
+    sender: Channel,
     changes: list[IncidentChange],
     results: Sequence[Mapping[str, Any]],
     links: dict[str, str | None],
 ) -> int:
     """Queue this run's messages for one destination; returns how many were newly queued."""
-    parts = plan_parts(session, destination, changes) if sender.threads else [Part(None, changes)]
+    if sender.threads:
+        parts = plan_parts(session, destination, changes)
+    elif sender.per_incident:
+        parts = [Part(None, [change]) for change in changes]
+    else:
+        parts = [Part(None, changes)]
     queued = 0
     for part in parts:
-        message = build_message(
-            monitor=monitor, batch_id=batch_id, changes=part.changes, results=results, **links
-        )
+        message = sender.message(Alert(monitor, batch_id, part.changes, results, **links))
         key = dedupe_key(monitor, batch_id, destination, part.changes, part.thread_key)
         if part.thread_key is not None:
             message["parent"] = _thread_state(
@@ -146,6 +153,7 @@ def process_alerts(
     run_url: str | None = None,
     stream: TextIO | None = None,
     batch_time: datetime | None = None,
+    secrets: Callable[[str], str | None] | None = None,
 ) -> AlertReport:
     """Evaluate the baseline rules, update incidents, queue the run's messages, send everything queued.
 
@@ -155,10 +163,11 @@ def process_alerts(
     `token` is the resolved Slack bot token; `run_url` links the message to the run unless
     `alerts.slack.run_url` gives a template. `stream` receives console alerts (standard error by
     default). With `batch_time`, a batch older than the monitor's newest completed one leaves the
-    incidents alone (it only updates history). Rules read the stored history, so the run's results
-    must be stored first.
+    incidents alone (it only updates history). `secrets` looks up the secrets channels name (the
+    engine's store: `Driver.secret`). Rules read the stored history, so the run's results must be
+    stored first.
     """
-    senders = build_senders(config, token, stream)
+    senders = build_senders(config, token, stream, secrets)
     report = AlertReport(destination=config.destination if senders else None, destinations=list(senders))
     links: dict[str, str | None] = {"run_url": run_url, "report_url": None}
     if config.slack is not None:
