@@ -49,8 +49,8 @@ def read_parquet_within(
     """A Parquet file (a local path, or an open remote object named `origin`) as `pd.read_parquet`
     gives it, refused with a `ReadLimitError` when its footer lists more than `limits.max_columns`
     columns or it would decode past `limits.memory_mb`: first on the footer's page sizes, then with its
-    dictionary-encoded text read as dictionaries and measured before they are expanded. A remote
-    object is refused on its footer before any of its column data is fetched."""
+    dictionary-encoded text read as dictionaries and measured before they are expanded. The first
+    check reads only the footer, so a remote object refused by it costs no column data fetched."""
     import pyarrow.parquet as pq
 
     origin = origin or str(path)

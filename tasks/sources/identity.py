@@ -71,7 +71,7 @@ def object_identity(url: str) -> str | None:
     try:
         details = storage.info(url)
         size = int(details.get("size") or 0)
-        facts = [str(details.get(key, "")) for key in (*VERSION_KEYS, *TIME_KEYS)]
+        facts = [str(details.get(key) or "") for key in (*VERSION_KEYS, *TIME_KEYS)]
         if not any(details.get(key) for key in VERSION_KEYS):
             with storage.opened(url) as fh:
                 facts.append(content_signature(fh, size))
