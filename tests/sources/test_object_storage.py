@@ -163,3 +163,27 @@ def test_the_read_budget_refuses_a_remote_object_on_its_footer(
         SourceError, match=r"^s3://.*/big\.csv: 4 MB to read, more than the read budget of 1 MB"
     ):
         read_table(f"{stored_data['url']}/big.csv", ReadLimits(memory_mb=1))
+
+
+def test_an_unreachable_endpoint_is_one_line_naming_the_url_and_nothing_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import s3fs
+
+    from tests.sources.conftest import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", closed)
+    s3fs.S3FileSystem.clear_instance_cache()  # the cached filesystem knows the live server
+    from driftline.tasks.spec import load_spec
+
+    spec_path = spec_file(tmp_path, "s3://gone/reference.parquet", "s3://gone/{batch}.parquet")
+    try:
+        with pytest.raises(SourceError) as caught:
+            run_monitor(load_spec(spec_path), BATCH, alerts=False, retrain=False)
+    finally:
+        s3fs.S3FileSystem.clear_instance_cache()
+    message = str(caught.value)
+    assert message.startswith("s3://gone/reference.parquet: cannot reach the object (EndpointConnectionError")
+    assert "\n" not in message and "testing-secret" not in message
+    assert not (tmp_path / "history.db").exists() or stored(spec_path, BATCH) == []
