@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import glob as local_glob
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -127,21 +127,24 @@ def info(url: str) -> dict[str, Any]:
 
 def exists(location: Location) -> bool:
     """Whether a file (or an object) is at `location`."""
-    if not is_remote(location):
-        return local_path(location).exists()
-    fs, path = filesystem(str(location))
-    with remote_errors(str(location)):
-        fs.invalidate_cache(path)
-        return bool(fs.exists(path))
+    return _test(location, Path.exists, "exists", fresh=True)
 
 
 def is_dir(location: Location) -> bool:
     """Whether `location` is a folder (an object-storage prefix)."""
+    return _test(location, Path.is_dir, "isdir")
+
+
+def _test(location: Location, local: Callable[[Path], bool], remote: str, fresh: bool = False) -> bool:
+    """`local` of a local path, else the filesystem's `remote` method (after dropping the cached
+    listing of the object when `fresh`)."""
     if not is_remote(location):
-        return local_path(location).is_dir()
+        return local(local_path(location))
     fs, path = filesystem(str(location))
     with remote_errors(str(location)):
-        return bool(fs.isdir(path))
+        if fresh:
+            fs.invalidate_cache(path)
+        return bool(getattr(fs, remote)(path))
 
 
 def glob(pattern: str, *, files_only: bool = False) -> list[str]:

@@ -10,13 +10,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
-import yaml
 
 from driftline.tasks.partitioned import run_partitioned
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.sources import FileSource, SourceError, list_batch_ids, load_file_batch, read_table
 from tests.scale.conftest import ROLES
 from tests.scale.helpers import assert_same_history, mixed_frame, stored
+from tests.sources.specs import write_monitor
 
 BATCH = "2024-05-01"
 CHECKS = ["drift.numeric", "drift.categorical", "abnormal.nulls", "performance.overall"]
@@ -31,20 +31,8 @@ def put_parquet(s3: Any, bucket: str, key: str, frame: pd.DataFrame) -> None:
 
 def spec_file(folder: Path, reference: str, batches: str) -> Path:
     """A monitor over `reference` and `batches` (paths or URLs) with its own history in `folder`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    spec = {
-        "name": "objects",
-        "reference": {"path": reference},
-        "batches": {"path": batches},
-        "columns": ROLES,
-        "checks": CHECKS,
-        "execution": {"isolation": "thread", "workers": 1},
-        "store_url": f"sqlite:///{folder / 'history.db'}",
-        "alerts": {"min_severity": "high"},
-    }
-    path = folder / "monitor.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    sources = {"reference": {"path": reference}, "batches": {"path": batches}}
+    return write_monitor(folder, "objects", sources, ROLES, CHECKS)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
@@ -21,6 +20,7 @@ from driftline.tasks.sources import Batch, DataSource, SourceError, register_sou
 from driftline.tasks.sources.storage import masked, url_problem
 from driftline.tasks.spec import SpecError, load_spec
 from tests.scale.helpers import stored
+from tests.sources.specs import write_monitor
 
 READS: list[str] = []
 
@@ -66,20 +66,15 @@ register_source("toy", ToySource)
 
 
 def write_spec(folder: Path, reference: dict[str, Any], batches: dict[str, Any]) -> Path:
-    spec = {
-        "name": "toy",
-        "reference": reference,
-        "batches": batches,
-        "columns": {"numeric": ["v"], "categorical": ["g"]},
-        "checks": ["drift.numeric"],
-        "summary": False,
-        "execution": {"isolation": "thread", "workers": 1},
-        "store_url": f"sqlite:///{folder / 'history.db'}",
-        "alerts": {"min_severity": "high"},
-    }
-    path = folder / "monitor.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    """A monitor of drift in `v` over the given sources."""
+    roles = {"numeric": ["v"], "categorical": ["g"]}
+    return write_monitor(
+        folder,
+        "toy",
+        {"reference": reference, "batches": batches, "summary": False},
+        roles,
+        ["drift.numeric"],
+    )
 
 
 def test_a_registered_source_feeds_a_monitor_run(tmp_path: Path) -> None:
