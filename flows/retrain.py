@@ -16,8 +16,8 @@ import pandas as pd
 from prefect import flow, get_run_logger
 
 from driftline.checks.columns import infer_columns
-from driftline.tasks.sources import load_file_batch, read_table
-from driftline.tasks.spec import SpecError, load_spec
+from driftline.tasks.sources import open_source
+from driftline.tasks.spec import load_spec
 
 
 @flow(name="driftline-retrain")
@@ -32,10 +32,9 @@ def retrain(monitor: str, batch_id: str, severity: str, spec_path: str | None = 
     from sklearn.model_selection import train_test_split
 
     spec = load_spec(spec_path)
-    if not (spec.reference.path and spec.batches.path):
-        raise SpecError(f"{spec_path}: the example retraining reads file sources, not SQL")
-    reference = read_table(spec.resolve(spec.reference.path))
-    batch = load_file_batch(str(spec.resolve(spec.batches.path)), batch_id).frame
+    limits = spec.execution.read_limits
+    reference = open_source(spec, spec.reference, "reference").read(limits)
+    batch = open_source(spec, spec.batches, "batches").read_batch(batch_id, limits).frame
     columns = infer_columns(reference, spec.columns)
     features = list(columns.features)
     train_part, holdout = train_test_split(batch, test_size=0.5, random_state=0)

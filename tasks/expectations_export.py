@@ -191,13 +191,13 @@ def export_from_spec(spec: MonitorSpec, name: str | None = None) -> ReferenceSui
     the monitor's profile cache, like a run does; with the frame it describes."""
     from driftline.tasks.model import load_model
     from driftline.tasks.reference import inferred_roles, scored
-    from driftline.tasks.steps import load_reference, source_args
+    from driftline.tasks.sources import open_source
 
     model = load_model(spec.model, spec.base_dir) if spec.model else None
-    loaded = load_reference(*source_args(spec, spec.reference, "reference"))
+    loaded = open_source(spec, spec.reference, "reference").read(spec.execution.read_limits)
     reference, columns = scored(model, loaded, inferred_roles(spec, loaded))
     cache = ProfileCache(spec.state_dir / "profiles")
-    source = str(spec.reference.path) if spec.reference.path else "sql"
+    source = spec.reference.path or spec.reference.kind or "sql"
     meta: dict[str, Any] = {"monitor": spec.name, "reference": source}
     if model is not None:
         added = [str(c) for c in reference.columns.difference(loaded.columns, sort=False)]

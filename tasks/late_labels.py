@@ -32,9 +32,9 @@ from driftline.tasks.partitioned import NOT_SUPPORTED, plan_batch, require_parti
 from driftline.tasks.pipeline import Ran
 from driftline.tasks.plan import CheckPlan, Evaluation
 from driftline.tasks.reference import PreparedReference, scored
-from driftline.tasks.sources import BATCH_PLACEHOLDER, SourceError, read_table
+from driftline.tasks.sources import SourceError, open_source
 from driftline.tasks.spec import MonitorSpec, Source, SpecError
-from driftline.tasks.steps import grade_run, load_batch, source_args
+from driftline.tasks.steps import grade_run, load_batch
 
 log = logging.getLogger(__name__)
 # Runs looked at per monitor run, newest first: labels older than this many batches are not waited for.
@@ -59,14 +59,7 @@ class LabelJoin:
 
 def load_labels(spec: MonitorSpec, source: Source, batch_id: str) -> pd.DataFrame | None:
     """The labels of one batch, or None when they have not landed (no file yet, or no row)."""
-    if source.path is not None:
-        path = spec.resolve(source.path.replace(BATCH_PLACEHOLDER, batch_id))
-        if not path.exists():
-            return None
-        frame = read_table(path, spec.execution.read_limits)
-    else:
-        frame = load_batch(*source_args(spec, source, "labels"), batch_id, spec.execution.read_limits).frame
-    return frame if len(frame) else None
+    return open_source(spec, source, "labels").read_labels(batch_id, spec.execution.read_limits)
 
 
 def keyed_labels(labels: pd.DataFrame, id_column: str, label: str) -> pd.DataFrame:
@@ -118,7 +111,7 @@ def labelled_batch(
         require_partitionable(spec)
     except SpecError:
         batch = load_batch(
-            *source_args(spec, spec.batches, "batches"), batch_id, spec.execution.read_limits
+            open_source(spec, spec.batches, "batches"), batch_id, spec.execution.read_limits
         ).frame
         return Labelled(len(batch), joined(batch, keyed, columns.id, columns.label))
     _, parts, _ = plan_batch(spec, batch_id, driver)

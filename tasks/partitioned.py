@@ -14,10 +14,10 @@ retrained and reported through the same steps as `run_monitor`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -48,18 +48,24 @@ from driftline.tasks.reference import scored
 from driftline.tasks.retrain import Retraining
 from driftline.tasks.safe_text import first_line
 from driftline.tasks.sources import (
+    FileSource,
+    QuerySource,
     SourceError,
     batch_file,
     batch_partitions,
     is_parquet_file,
     is_partitioned,
+    open_source,
     partitions_time,
     read_table,
     sql_window,
+    storage,
 )
+from driftline.tasks.sources.storage import masked
+from driftline.tasks.sources.tables import parquet_input
 from driftline.tasks.spec import MonitorSpec, SpecError, SqlSource
 from driftline.tasks.sql_pages import SqlPage, plan_sql_pages
-from driftline.tasks.steps import require_reference, source_args
+from driftline.tasks.steps import require_reference
 
 NOT_SUPPORTED = "not supported on partitioned batches"
 # Partition states held before they are merged into the running state.
@@ -84,7 +90,7 @@ class Partition:
 
     def read(self) -> pd.DataFrame:
         """The partition's rows."""
-        return read_table(Path(self.path))
+        return read_table(self.path)
 
 
 @dataclass(frozen=True)
@@ -111,15 +117,15 @@ class RowGroups:
         copy; a row count other than the planned one (the file was rewritten since it was planned) is
         a `SourceError`."""
         try:
-            with pq.ParquetFile(self.path) as file:
+            with parquet_input(self.path) as source, pq.ParquetFile(source) as file:
                 groups = list(range(self.first, self.stop))
                 table = file.read_row_groups(groups, use_pandas_metadata=True)
         except Exception as exc:
-            reason = f"{type(exc).__name__}: {first_line(str(exc))}"
-            raise SourceError(f"{self.name}: cannot read ({reason})") from exc
+            reason = f"{type(exc).__name__}: {masked(first_line(str(exc)))}"
+            raise SourceError(f"{masked(self.name)}: cannot read ({reason})") from exc
         if table.num_rows != self.rows:
             raise SourceError(
-                f"{self.name}: read {table.num_rows} rows where {self.rows} were planned; "
+                f"{masked(self.name)}: read {table.num_rows} rows where {self.rows} were planned; "
                 "the file changed while it was read"
             )
         return table.to_pandas(split_blocks=True, self_destruct=True)
@@ -130,18 +136,23 @@ class RowGroups:
 Part = Partition | RowGroups | SqlPage
 
 
-def parquet_footer(path: Path) -> pq.ParquetFile:
-    """A Parquet file opened on its footer (no data read); a missing or unreadable file is a
-    `SourceError` naming it."""
-    if not path.exists():
-        raise SourceError(f"{path}: no such file")
-    try:
-        return pq.ParquetFile(path)
-    except Exception as exc:
-        raise SourceError(f"{path}: cannot read as Parquet ({type(exc).__name__}: {exc})") from exc
+@contextmanager
+def parquet_footer(path: str) -> Iterator[pq.ParquetFile]:
+    """A Parquet file opened on its footer (no data read), local or remote; a missing or unreadable
+    file is a `SourceError` naming it."""
+    if not storage.exists(path):
+        raise SourceError(f"{masked(path)}: no such {'object' if storage.is_remote(path) else 'file'}")
+    with parquet_input(path) as source:
+        try:
+            file = pq.ParquetFile(source)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {masked(first_line(str(exc)))}"
+            raise SourceError(f"{masked(path)}: cannot read as Parquet ({reason})") from exc
+        with file:
+            yield file
 
 
-def plan_row_groups(path: Path) -> list[RowGroups]:
+def plan_row_groups(path: str) -> list[RowGroups]:
     """Parts of one Parquet file from its footer (no data read): consecutive row groups bundled up to
     `PART_ROWS` rows; a larger row group is a part of its own. A file without row groups is one empty
     part, so the run still sees its schema."""
@@ -169,7 +180,7 @@ def bundled(sizes: Sequence[int], budget: int) -> list[range]:
     return runs
 
 
-def plan_partitions(paths: Sequence[Path]) -> list[Partition]:
+def plan_partitions(paths: Sequence[str]) -> list[Partition]:
     """Row counts and offsets from the Parquet footers (no data read); every partition must have the
     first one's schema, else a `SourceError` names the partition that differs."""
     partitions, offset, first = [], 0, None
@@ -180,7 +191,9 @@ def plan_partitions(paths: Sequence[Path]) -> list[Partition]:
         if first is None:
             first = (path, schema)
         elif not schema.equals(first[1]):
-            raise SourceError(f"{path}: its schema differs from {first[0]}'s; partitions must share one")
+            raise SourceError(
+                f"{masked(path)}: its schema differs from {masked(first[0])}'s; partitions must share one"
+            )
         partitions.append(Partition(str(path), offset, rows))
         offset += rows
     return partitions
@@ -188,7 +201,8 @@ def plan_partitions(paths: Sequence[Path]) -> list[Partition]:
 
 def schema_frame(path: str) -> pd.DataFrame:
     """A zero-row frame with the columns and dtypes of a Parquet file."""
-    return pq.read_schema(path).empty_table().to_pandas()
+    with parquet_input(path) as source:
+        return pq.read_schema(source).empty_table().to_pandas()
 
 
 @dataclass
@@ -351,7 +365,8 @@ def require_partitionable(spec: MonitorSpec) -> None:
 def plan_batch(spec: MonitorSpec, batch_id: str | None, driver: Driver) -> tuple[str, list[Part], datetime]:
     """The batch id, its partitions (Parquet files, row groups of one Parquet file or SQL pages) and the
     time the batch stands for (the spec has passed `require_partitionable`)."""
-    template, sql = source_args(spec, spec.batches, "batches")
+    source = open_source(spec, spec.batches, "batches")
+    template = source.location if isinstance(source, FileSource) else None
     if template is not None and is_parquet_file(template):
         batch_id, path = driver.step("find-batch-file", batch_file, template, batch_id)
         parts = driver.step("plan-row-groups", plan_row_groups, path)
@@ -364,10 +379,10 @@ def plan_batch(spec: MonitorSpec, batch_id: str | None, driver: Driver) -> tuple
             driver.step("plan-partitions", plan_partitions, paths),
             partitions_time(batch_id, paths),
         )
-    assert sql is not None and isinstance(spec.batches.sql, SqlSource)
+    assert isinstance(source, QuerySource) and isinstance(spec.batches.sql, SqlSource)
     paging = spec.batches.sql
     batch_id, start, end = sql_window(batch_id, paging.window_days)
-    args = (sql["url"], sql["query"], {"start": start, "end": end}, paging.page_by, paging.rows_a_page)
+    args = (source.url, source.query, {"start": start, "end": end}, paging.page_by, paging.rows_a_page)
     return batch_id, driver.step("plan-pages", plan_sql_pages, *args), start
 
 

@@ -37,14 +37,13 @@ from driftline.tasks.profiles import NOT_CACHED, ProfileCache, Unfittable
 from driftline.tasks.reference import PreparedReference, prepare_reference, scored
 from driftline.tasks.retrain import Retraining
 from driftline.tasks.retrain_trigger import start_retraining
-from driftline.tasks.sources import Batch
+from driftline.tasks.sources import Batch, open_source
 from driftline.tasks.spec import MonitorSpec, severity_at_least
 from driftline.tasks.steps import (
     grade_run,
     load_batch,
     load_reference,
     require_reference,
-    source_args,
 )
 
 log = logging.getLogger(__name__)
@@ -157,7 +156,7 @@ def run_monitor(
     batch: Batch = context.driver.step(
         "load-batch",
         load_batch,
-        *source_args(spec, spec.batches, "batches"),
+        open_source(spec, spec.batches, "batches"),
         batch_id,
         spec.execution.read_limits,
     )
@@ -197,7 +196,7 @@ def prepare_run_reference(context: RunContext) -> PreparedReference:
         return driver.step(
             "load-reference",
             load_reference,
-            *source_args(spec, spec.reference, "reference"),
+            open_source(spec, spec.reference, "reference"),
             spec.execution.read_limits,
         )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
@@ -43,28 +43,42 @@ class ReadLimits:
 DEFAULT_LIMITS = ReadLimits()
 
 
-def read_parquet_within(path: Path, limits: ReadLimits) -> pd.DataFrame:
-    """A Parquet file as `pd.read_parquet` gives it, refused with a `ReadLimitError` when its footer
-    lists more than `limits.max_columns` columns or it would decode past `limits.memory_mb`: first on
-    the footer's page sizes, then with its dictionary-encoded text read as dictionaries and measured
-    before they are expanded."""
+def read_parquet_within(
+    path: Path | IO[bytes], limits: ReadLimits, origin: str | None = None
+) -> pd.DataFrame:
+    """A Parquet file (a local path, or an open remote object named `origin`) as `pd.read_parquet`
+    gives it, refused with a `ReadLimitError` when its footer lists more than `limits.max_columns`
+    columns or it would decode past `limits.memory_mb`: first on the footer's page sizes, then with its
+    dictionary-encoded text read as dictionaries and measured before they are expanded. The first
+    check reads only the footer, so a remote object refused by it costs no column data fetched."""
     import pyarrow.parquet as pq
 
+    origin = origin or str(path)
     file = pq.ParquetFile(path)
-    limits.check_columns(str(path), len(file.schema_arrow.names))
-    _refuse_past(path, limits.memory_mb, _page_sizes(file.metadata))
+    limits.check_columns(origin, len(file.schema_arrow.names))
+    _refuse_past(origin, limits.memory_mb, _page_sizes(file.metadata))
     encoded = _dictionary_text_columns(file)
     table = pq.read_table(path, read_dictionary=encoded)
     sizes: dict[str, int] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         sizes[name] = sizes.get(name, 0) + (_decoded_bytes(column) if name in encoded else column.nbytes)
-    _refuse_past(path, limits.memory_mb, sizes)
+    _refuse_past(origin, limits.memory_mb, sizes)
     for name in encoded:
         table = _decoded_column(table, name, file.schema_arrow.field(name))
     return table.to_pandas()
 
 
-def _refuse_past(path: Path, budget_mb: int, sizes: dict[str, int]) -> None:
+def refuse_bytes(origin: str, budget_mb: int, size: int) -> None:
+    """A `ReadLimitError` when a text file of `size` bytes, read whole before it is parsed, is larger than
+    `budget_mb`: its parsed frame takes at least about as much."""
+    if size > budget_mb * MB:
+        raise ReadLimitError(
+            f"{origin}: {size / MB:,.0f} MB to read, more than the read budget of {budget_mb:,} MB "
+            "(execution.read_memory_mb)"
+        )
+
+
+def _refuse_past(path: str, budget_mb: int, sizes: dict[str, int]) -> None:
     """A `ReadLimitError` when the columns' `sizes` (bytes) add up to more than `budget_mb`."""
     total = sum(sizes.values())
     if total <= budget_mb * MB:

@@ -3,16 +3,13 @@
 Every profile is cached under the reference's content hash, so once they are all cached a run needs
 no reference rows at all: only that hash, the column roles inferred on the reference, its column names
 and its row count. Those facts are kept beside the profiles, keyed by the reference file's identity
-(path, size, modification time and a content signature), the spec's column roles and, with `model:`,
-a fingerprint of the fitted model (the reference is scored by it). A file that is replaced, touched or
-resized, another model or other roles give another key, so the file is read and hashed again.
-
-The content signature catches a replacement that keeps size and modification time (`cp -p`,
-`rsync -t`, tar): it hashes the Parquet footer (row-group statistics, column-chunk offsets and
-sizes) and SAMPLE_BLOCKS blocks spread evenly over the file, which cover a file of up to
-SAMPLE_BLOCKS * BLOCK_BYTES (4 MiB) whole. An edit of a larger file that keeps its size, its
-modification time and its footer, and touches no sampled block, goes unnoticed. SQL references have
-no such identity and are always read.
+as its source gives it (`DataSource.identity`: a local file's path, size, modification time and
+content signature, an object's URL, size, ETag or version and time; `tasks.sources.identity`), the
+spec's column roles and, with `model:`, a fingerprint of the fitted model (the reference is scored by
+it). A file that is replaced, touched or resized, another model or other roles give another key, so
+the file is read and hashed again. An edit of a large local file that keeps its size, its modification
+time and its Parquet footer, and touches no sampled block, goes unnoticed. A source with no identity
+(SQL) is always read.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ import pickle
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pandas as pd
 
@@ -33,6 +30,7 @@ from driftline.checks.errors import CheckInputError
 from driftline.checks.fingerprint import code_fingerprint, config_fingerprint, frame_fingerprint
 from driftline.tasks.files import write_cache_file
 from driftline.tasks.model import load_model, roles_for_model, score_frame
+from driftline.tasks.sources import open_source
 from driftline.tasks.spec import MonitorSpec, SpecError
 
 log = logging.getLogger(__name__)
@@ -74,50 +72,6 @@ class LazyReference:
 def materialised(reference: pd.DataFrame | LazyReference) -> pd.DataFrame:
     """The reference rows, whichever form the reference is in."""
     return reference.read() if isinstance(reference, LazyReference) else reference
-
-
-SAMPLE_BLOCKS = 64
-BLOCK_BYTES = 64 << 10
-MAX_FOOTER_BYTES = 64 << 20  # a longer Parquet footer is hashed up to this many bytes from the end
-PARQUET_MAGIC = b"PAR1"
-
-
-def footer_bytes(fh: BinaryIO, size: int) -> int:
-    """How many bytes at the end of the file hold a Parquet footer (its metadata, length and magic);
-    0 for a file that is not Parquet."""
-    if size < 12:
-        return 0
-    fh.seek(size - 8)
-    trailer = fh.read(8)
-    if trailer[4:] != PARQUET_MAGIC:
-        return 0
-    return min(int.from_bytes(trailer[:4], "little") + 8, size, MAX_FOOTER_BYTES)
-
-
-def content_signature(path: Path, size: int) -> str:
-    """SHA-256 of the file's Parquet footer and of SAMPLE_BLOCKS blocks spread evenly over it."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        footer = footer_bytes(fh, size)
-        fh.seek(size - footer)
-        digest.update(fh.read(footer))
-        last = max(size - BLOCK_BYTES, 0)
-        for block in range(SAMPLE_BLOCKS):
-            fh.seek(block * last // (SAMPLE_BLOCKS - 1))
-            digest.update(fh.read(BLOCK_BYTES))
-    return digest.hexdigest()
-
-
-def file_identity(path: Path) -> str | None:
-    """`path`, its size, its modification time in nanoseconds and its content signature; None when it
-    cannot be read."""
-    try:
-        resolved = path.resolve()
-        stat = resolved.stat()
-        signature = content_signature(resolved, stat.st_size)
-    except OSError:
-        return None
-    return f"{resolved}:{stat.st_size}:{stat.st_mtime_ns}:{signature}"
 
 
 def model_fingerprint(model: Any) -> str | None:
@@ -204,7 +158,7 @@ def prepare_reference(
     and the model are unchanged since they were cached; else read, scored and hashed now."""
     model = load_model(spec.model, spec.base_dir) if spec.model else None
     cache = FactsCache(directory)
-    identity = file_identity(spec.resolve(spec.reference.path)) if spec.reference.path else None
+    identity = open_source(spec, spec.reference, "reference").identity()
     model_id = model_fingerprint(model)
     key = cache.key(identity, spec.columns, model_id) if identity and model_id is not None else None
     facts = cache.read(key) if key else None

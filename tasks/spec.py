@@ -64,16 +64,38 @@ class SqlSource(Strict):
 
 
 class Source(Strict):
-    """A file (CSV or Parquet), a glob with a `{batch}` placeholder, or a SQL query."""
+    """A file (CSV or Parquet), a glob with a `{batch}` placeholder, or Parquet partitions, as a local
+    path or an object-storage URL; a SQL query; or a source of another `kind` (docs/sources.md)."""
 
-    path: str | None = None
+    path: str | None = Field(
+        None,
+        description="local path or URL (s3://, gs://, az://, memory://); credentials from the environment",
+    )
     sql: SqlSource | None = None
+    kind: str | None = Field(
+        None,
+        description="a registered source, one a package publishes under `driftline.sources`, or module:Class",
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="the `kind` source's own settings")
 
     @model_validator(mode="after")
     def _one_kind(self) -> Source:
-        if (self.path is None) == (self.sql is None):
-            raise ValueError("give exactly one of `path` or `sql`")
+        if sum(given is not None for given in (self.path, self.sql, self.kind)) != 1:
+            raise ValueError("give exactly one of `path`, `sql` or `kind`")
+        if self.options and self.kind is None:
+            raise ValueError("`options` go with `kind`")
         return self
+
+    @field_validator("path")
+    @classmethod
+    def _readable_url(cls, value: str | None) -> str | None:
+        """A URL of a scheme driftline does not read, or with credentials in it, is refused at load."""
+        from driftline.tasks.sources.storage import url_problem
+
+        problem = url_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class CheckSpec(Strict):
@@ -354,6 +376,12 @@ class MonitorSpec(Strict):
         candidate = Path(path).expanduser()
         return candidate if candidate.is_absolute() else self.base_dir / candidate
 
+    def locate(self, path: str) -> str:
+        """A data location from the spec: a URL as it is, a local path resolved against the spec's folder."""
+        from driftline.tasks.sources.storage import is_remote, local_path
+
+        return path if is_remote(path) else str(self.resolve(str(local_path(path))))
+
 
 def _format_errors(source: str, exc: ValidationError) -> str:
     lines = [f"{source}: invalid monitor spec"]
@@ -401,7 +429,23 @@ def parse_spec(data: Any, source: str = "<spec>", base_dir: Path | None = None) 
     except ValidationError as exc:
         raise SpecError(_format_errors(source, exc)) from None
     _validate_checks(spec, source)
+    _validate_sources(spec, source)
     return spec
+
+
+def _validate_sources(spec: MonitorSpec, source: str) -> None:
+    """Find every `kind:` source and match its options once, so an unknown kind or option fails at
+    load time (the source itself is built when the run reads it)."""
+    from driftline.tasks.sources import SourceError
+    from driftline.tasks.sources.registry import checked_factory
+
+    for role in ("reference", "batches", "labels"):
+        section = getattr(spec, role)
+        if section is not None and section.kind is not None:
+            try:
+                checked_factory(section.kind, section.options, spec)
+            except SourceError as exc:
+                raise SpecError(f"{source}: {role}.kind: {exc}") from None
 
 
 def _validate_checks(spec: MonitorSpec, source: str) -> None:
@@ -458,15 +502,17 @@ def severity_at_least(severity: str, minimum: str) -> bool:
 def past_batch_ids(spec: MonitorSpec, given: list[str] | None) -> list[str]:
     """The batches a backfill covers: `given` (validated), or every file the batch template matches
     (oldest first); a bad batch id is a `BatchIdError`."""
-    from driftline.tasks.sources import list_batch_ids, valid_batch_id
+    from driftline.tasks.sources import open_source, valid_batch_id
+    from driftline.tasks.sources.storage import masked
 
     if given:
         return [valid_batch_id(batch_id) for batch_id in given]
-    if spec.batches.path is None:
+    if spec.batches.sql is not None:
         raise SpecError(
             f"{spec.path or spec.name}: a SQL batch source needs explicit batch ids (--batch 2024-05-01)"
         )
-    ids = list_batch_ids(str(spec.resolve(spec.batches.path)))
+    ids = open_source(spec, spec.batches, "batches").list_batches()
     if not ids:
-        raise SpecError(f"{spec.path or spec.name}: no batch file matches {spec.batches.path!r}")
+        where = masked(spec.batches.path) if spec.batches.path else spec.batches.kind
+        raise SpecError(f"{spec.path or spec.name}: no batch file matches {where!r}")
     return ids

@@ -3,12 +3,10 @@ and the retry policy they share under every engine."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -20,16 +18,8 @@ from driftline.checks.result import CheckResult
 from driftline.checks.runner import run_check
 from driftline.tasks.profiles import ProfileCache
 from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
-from driftline.tasks.sources import (
-    Batch,
-    SourceError,
-    load_file_batch,
-    load_sql_batch,
-    read_sql,
-    read_table,
-    within_limits,
-)
-from driftline.tasks.spec import MonitorSpec, Source, SpecError
+from driftline.tasks.sources import Batch, DataSource, SourceError, open_source
+from driftline.tasks.spec import MonitorSpec
 
 T = TypeVar("T")
 
@@ -72,47 +62,20 @@ class RetryPolicy:
 IO_RETRIES = RetryPolicy()
 
 
-def source_args(spec: MonitorSpec, source: Source, role: str) -> tuple[str | None, dict[str, Any] | None]:
-    """The (path, sql) arguments of the load steps, paths resolved against the spec's folder."""
-    if source.path is not None:
-        return str(spec.resolve(source.path)), None
-    sql = source.sql
-    assert sql is not None
-    url = sql.url or (os.environ.get(sql.url_env) if sql.url_env else None)
-    if not url:
-        missing = f"environment variable {sql.url_env} is not set" if sql.url_env else "no url or url_env"
-        raise SpecError(f"{spec.name}: {role}.sql: {missing}")
-    return None, {"url": url, "query": sql.query, "window_days": sql.window_days}
-
-
 def require_reference(spec: MonitorSpec) -> None:
-    """A reference file that is not there is named before anything is loaded or recorded (the
-    reference itself is read later, and only when a profile has to be fitted)."""
-    if spec.reference.path is not None and not (path := spec.resolve(spec.reference.path)).exists():
-        raise SourceError(f"{path}: no such file")
+    """A reference that is not there is named before anything is loaded or recorded (the reference
+    itself is read later, and only when a profile has to be fitted)."""
+    open_source(spec, spec.reference, "reference").require()
 
 
-def load_reference(
-    path: str | None, sql: dict[str, Any] | None, limits: ReadLimits = DEFAULT_LIMITS
-) -> pd.DataFrame:
-    """The reference snapshot from a file or a SQL query (no window), read within `limits`."""
-    if path is not None:
-        return read_table(Path(path), limits)
-    assert sql is not None
-    return within_limits(read_sql(sql["url"], sql["query"]), "the reference query", limits)
+def load_reference(source: DataSource, limits: ReadLimits = DEFAULT_LIMITS) -> pd.DataFrame:
+    """The reference snapshot (a query without window), read within `limits`."""
+    return source.read(limits)
 
 
-def load_batch(
-    path_template: str | None,
-    sql: dict[str, Any] | None,
-    batch_id: str | None,
-    limits: ReadLimits = DEFAULT_LIMITS,
-) -> Batch:
+def load_batch(source: DataSource, batch_id: str | None, limits: ReadLimits = DEFAULT_LIMITS) -> Batch:
     """One production batch (the newest when `batch_id` is None), read within `limits`."""
-    if path_template is not None:
-        return load_file_batch(path_template, batch_id, limits)
-    assert sql is not None
-    return load_sql_batch(sql["url"], sql["query"], batch_id, sql["window_days"], limits)
+    return source.read_batch(batch_id, limits)
 
 
 def evaluate_check(

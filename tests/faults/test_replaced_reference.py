@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from driftline import load_spec, run_monitor
-from driftline.tasks import reference
-from driftline.tasks.reference import file_identity
+from driftline.tasks.sources import identity as source_identity
+from driftline.tasks.sources.identity import file_identity
 from tests.tasks.test_reference_cache import frames, metrics, reads, write_monitor  # noqa: F401
 
 
@@ -58,8 +58,8 @@ def test_on_a_large_file_a_change_seen_only_by_the_parquet_statistics_is_noticed
 ) -> None:
     """Sampling shrunk to the file's first and last bytes: the footer's row-group statistics still
     tell the new content apart, and an untouched file keeps its identity."""
-    monkeypatch.setattr(reference, "SAMPLE_BLOCKS", 2)
-    monkeypatch.setattr(reference, "BLOCK_BYTES", 16)
+    monkeypatch.setattr(source_identity, "SAMPLE_BLOCKS", 2)
+    monkeypatch.setattr(source_identity, "BLOCK_BYTES", 16)
     path = tmp_path / "reference.parquet"
     original = frames(0, 2000)
     write_fixed_size(original, path, statistics=True)

@@ -15,10 +15,10 @@ import yaml
 from sqlalchemy import create_engine, text
 
 from driftline.checks.columns import Columns
-from driftline.tasks import sources
 from driftline.tasks.partitioned import read_partition, run_partitioned
 from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.sources import SourceError, read_sql
+from driftline.tasks.sources import sql as sql_source
 from driftline.tasks.spec import SpecError, load_spec, parse_spec
 from driftline.tasks.sql_pages import plan_sql_pages
 from tests.scale.conftest import BATCH, ROLES, write_monitor
@@ -253,7 +253,7 @@ def test_chunked_reads_keep_the_dtypes_of_one_read(
         conn.execute(text("INSERT INTO t VALUES (:i, :late, :f, :s, :empty, :d, :at, :flag)"), rows)
         whole = pd.read_sql(text("SELECT * FROM t ORDER BY i"), conn)
     engine.dispose()
-    monkeypatch.setattr(sources, "SQL_CHUNK_ROWS", 3)
+    monkeypatch.setattr(sql_source, "SQL_CHUNK_ROWS", 3)
     chunked = read_sql(database_url, "SELECT * FROM t ORDER BY i")
     pd.testing.assert_frame_equal(chunked, whole)
     assert chunked["late"].dtype == "float64" and chunked["i"].dtype == "int64"

@@ -25,9 +25,9 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     original = pipeline.load_reference
 
-    def counting(path: str | None, sql: Any, *limits: Any) -> pd.DataFrame:
-        seen.append(str(path))
-        return original(path, sql, *limits)
+    def counting(source: Any, *limits: Any) -> pd.DataFrame:
+        seen.append(source.describe())
+        return original(source, *limits)
 
     monkeypatch.setattr(pipeline, "load_reference", counting)
     return seen

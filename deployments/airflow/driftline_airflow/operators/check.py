@@ -29,11 +29,12 @@ def _in_task() -> Any:
 
 
 def load_table(source: TableSource, role: str) -> Any:
-    """A frame from a file path, or from `{"sql": QUERY, "url": URL}` / `{"sql": QUERY, "conn_id": ID}`."""
+    """A frame from a file path or URL (`s3://...`), or from `{"sql": QUERY, "url": URL}` /
+    `{"sql": QUERY, "conn_id": ID}`."""
     from driftline.tasks.sources import read_sql, read_table
 
     if isinstance(source, str | Path):
-        return read_table(Path(source))
+        return read_table(source)
     if not isinstance(source, Mapping) or "sql" not in source:
         raise ValueError(f"{role}: give a file path or a mapping with `sql` and `url` or `conn_id`")
     url = source.get("url")
