@@ -14,9 +14,6 @@ CONF_KEY = "batch_id"
 # Runs whose data interval is the timetable's own; a manual run's interval is inferred from when it
 # was triggered, so its logical date names its batch instead.
 PLANNED_RUN_TYPES = frozenset({"scheduled", "backfill"})
-# The run id prefix of a manual run; a backfill that reprocesses such a run keeps its id (and the interval
-# Airflow inferred for it) and only changes its type.
-MANUAL_RUN_PREFIX = "manual__"
 
 
 def run_type(context: Any) -> str:
@@ -39,14 +36,18 @@ def conf_batch(context: Any) -> str | None:
 
 def run_date(context: Any) -> datetime | None:
     """The date that names the run's batch: a scheduled or backfill run's data interval start, a
-    manual run's logical date; None for a run without a logical date (the UI's Trigger button)."""
+    manual run's logical date; None for a run without a logical date (the UI's Trigger button).
+
+    A backfill that reprocesses a manual run (`--reprocess-behavior completed`) makes it a backfill run
+    but keeps the interval Airflow inferred for it from the time it was triggered: an interval that does
+    not hold the run's logical date is not the run's own, and the logical date names the batch.
+    """
     logical = context.get("logical_date")
     if logical is None:
         return None
-    start = context.get("data_interval_start")
-    run_id = str(getattr(context.get("dag_run"), "run_id", "") or "")
-    planned = run_type(context) in PLANNED_RUN_TYPES and not run_id.startswith(MANUAL_RUN_PREFIX)
-    return start if start is not None and planned else logical
+    start, end = context.get("data_interval_start"), context.get("data_interval_end")
+    own = start is not None and start <= logical and (end is None or logical <= end)
+    return start if own and run_type(context) in PLANNED_RUN_TYPES else logical
 
 
 def chosen_batch(context: Any, batch_id: str | None, batch_format: str) -> tuple[str | None, str]:
