@@ -391,6 +391,17 @@ def test_verdict_events_retrain_the_failing_batches_only(deployment: dict[str, A
     assert paused == []
 
 
+def test_the_notifier_sent_the_failing_verdict(deployment: dict[str, Any]) -> None:
+    """The monitor's failure callback: no Slack in the connection, so the verdict is in the task log."""
+    logs = deployment["root"] / "airflow" / "logs" / f"dag_id={MONITOR_DAG}"
+    failing = logs / "run_id=backfill__2018-06-01T00:00:00+00:00" / "task_id=monitor"
+    text = "".join(path.read_text() for path in failing.glob("attempt=*.log"))
+    assert f"acs-employment* batch {FAILING}: failed (worst severity high)" in text
+    passing = logs / "run_id=conf_batch" / "task_id=monitor"
+    # the message's bold monitor name (Slack mrkdwn) is the notifier's own; the core logs "passed (...)"
+    assert "acs-employment* batch" not in "".join(path.read_text() for path in passing.glob("attempt=*.log"))
+
+
 def test_the_extra_link_opens_the_runs_report(deployment: dict[str, Any]) -> None:
     found = rows(
         deployment["db"],

@@ -34,6 +34,7 @@ from airflow.sdk import DAG, AssetOrTimeSchedule, CronDataIntervalTimetable, Par
 from airflow.sdk.exceptions import AirflowSkipException
 
 from driftline_airflow.assets import batch_asset, verdict_asset
+from driftline_airflow.notifications import DriftlineNotifier
 from driftline_airflow.operators import DriftlineMonitorOperator
 
 MONITOR_DAG_ID = "driftline_acs_monitor"
@@ -100,6 +101,8 @@ with DAG(
         task_id="monitor",
         spec_path=monitor_spec(),
         batch_format="%Y-%m",  # the demo's batches are months: the interval [2018-06-01, ...) is 2018-06
+        # the verdict to the driftline connection's Slack destination, else to the task log
+        on_failure_callback=DriftlineNotifier(),
     )
 
     # The DAG run fails with the monitor (this leaf is then upstream_failed); an empty batch skips it.
