@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from driftline_airflow.hooks.driftline import CONN_TYPE, slack_secret_of, store_url_of
+
 if TYPE_CHECKING:
     from driftline.tasks.spec import MonitorSpec
 
@@ -31,6 +33,16 @@ _TOKEN_EXTRAS = ("iam", "azure_conn_id")
 _FIELD_NAMES = {"username": "login", "database": "schema"}
 
 
+def first_holding(conn_ids: tuple[str | None, ...], holds: Any) -> str | None:
+    """The first of `conn_ids` whose connection is defined and `holds(conn)`, else the last id (whose
+    absence the caller handles as before)."""
+    for conn_id in conn_ids[:-1]:
+        conn = get_connection(conn_id)
+        if conn is not None and holds(conn):
+            return conn_id
+    return conn_ids[-1]
+
+
 def get_connection(conn_id: str | None) -> Any | None:
     """The Airflow Connection `conn_id`, or None when it is not defined (or no id is given)."""
     if not conn_id:
@@ -49,6 +61,11 @@ def sqlalchemy_url(conn: Any) -> str:
     `postgres` or `sqlite`); the other extras (`sslmode`, `sslrootcert`, ...) become query parameters."""
     from sqlalchemy.engine import URL, make_url
 
+    if (conn.conn_type or "").lower() == CONN_TYPE:
+        url = store_url_of(conn)
+        if url is None:
+            raise ValueError(f"connection {conn.conn_id!r}: a driftline connection needs extra store_url")
+        return url
     extra = dict(conn.extra_dejson or {})
     given = extra.pop("url", None)
     query = _query_parameters(conn.conn_id, extra)
@@ -138,7 +155,9 @@ def resolve_store_url(spec: MonitorSpec, store_url: str | None, conn_id: str | N
 
 def slack_secret(conn: Any) -> str | None:
     """The secret a Slack connection holds: its password (a bot token or a webhook URL), else an
-    http(s) host (a webhook URL kept in the host field)."""
+    http(s) host (a webhook URL kept in the host field); a `driftline` connection's Slack extras."""
+    if (conn.conn_type or "").lower() == CONN_TYPE:
+        return slack_secret_of(conn)
     if conn.password:
         return str(conn.password)
     host = conn.host or ""

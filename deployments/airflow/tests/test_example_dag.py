@@ -1,7 +1,7 @@
 """The example DAG end to end with `dag.test()`: one monitor run per data interval over the demo's six
 batches (the intervals Airflow's backfill plans for the DAG, oldest first), the XCom summary, the
-history rows, the failed task on a drifted batch, the triggered retraining run, idempotence, and the
-same stored results as the core run the way `driftline run` runs it."""
+history rows, the failed task on a drifted batch, the verdict asset event and its retraining request,
+idempotence, and the same stored results as the core run the way `driftline run` runs it."""
 
 from __future__ import annotations
 
@@ -51,16 +51,6 @@ def xcom(run: Any, task_id: str) -> Any:
         return XComModel.deserialize_value(row) if row is not None else None
 
 
-def dag_runs(dag_id: str) -> list[Any]:
-    from airflow.models.dagrun import DagRun
-    from airflow.settings import Session
-
-    with Session() as session:
-        runs = session.scalars(select(DagRun).where(DagRun.dag_id == dag_id)).all()
-        session.expunge_all()
-        return list(runs)
-
-
 @pytest.fixture(scope="module")
 def backfill(airflow_db: Path) -> dict[str, Any]:
     """Every planned interval run once through dag.test(), oldest first."""
@@ -75,6 +65,23 @@ def backfill(airflow_db: Path) -> dict[str, Any]:
         runs[batch] = {"states": states(run), "summary": xcom(run, "monitor"), "run": run}
         assert runs[batch]["summary"]["batch_id"] == batch
     return {"dag": dag, "intervals": intervals, "runs": runs}
+
+
+def verdict_events(run: Any) -> list[dict[str, Any]]:
+    """The extras of the verdict asset events a monitor DAG run emitted."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.settings import Session
+
+    from driftline_airflow.example_dags.driftline_monitor import VERDICTS
+
+    query = (
+        select(AssetEvent.extra)
+        .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+        .where(AssetModel.uri == VERDICTS.uri, AssetEvent.source_run_id == run.run_id)
+        .order_by(AssetEvent.timestamp)
+    )
+    with Session() as session:
+        return [dict(extra) for extra in session.scalars(query)]
 
 
 def stored_runs(url: str) -> list[dict[str, Any]]:
@@ -115,21 +122,22 @@ def test_passing_batch_succeeds_and_pushes_its_summary(backfill: dict[str, Any])
         "monitor_spec": "success",
         "monitor": "success",
         "batch_passed": "success",
-        "retraining_conf": "skipped",
-        "trigger_retraining": "skipped",
+        "publish_verdict": "success",
     }
     summary = first["summary"]
     assert summary["monitor"] == MONITOR and summary["batch_id"] == "2016-06"
     assert summary["status"] == "passed" and summary["failing_checks"] == []
     assert summary["engine"] == "airflow" and summary["rows"] == 6000
     assert summary["stored"].startswith("stored run")
+    (verdict,) = verdict_events(first["run"])
+    assert verdict["verdict"] == "passed" and verdict["batch_id"] == "2016-06" and verdict["retrain"] is None
 
 
-def test_drifted_batch_fails_the_task_and_triggers_retraining(backfill: dict[str, Any]) -> None:
+def test_drifted_batch_fails_the_task_and_asks_for_retraining(backfill: dict[str, Any]) -> None:
     drifted = backfill["runs"]["2018-06"]
     assert drifted["states"]["monitor"] == "failed"
     assert drifted["states"]["batch_passed"] == "upstream_failed"
-    assert drifted["states"]["trigger_retraining"] == "success"
+    assert drifted["states"]["publish_verdict"] == "success"
     assert (
         str(drifted["run"].state.value if hasattr(drifted["run"].state, "value") else drifted["run"].state)
         == "failed"
@@ -144,18 +152,24 @@ def test_drifted_batch_fails_the_task_and_triggers_retraining(backfill: dict[str
     assert report.name == "report.md" and "drift.numeric" in report.read_text()
     assert json.loads((report.parent / "summary.json").read_text())["status"] == "failed"
 
-    retrain_runs = {r.run_id: r for r in dag_runs("driftline_acs_retrain")}
-    assert "driftline__2018-06" in retrain_runs
-    conf = retrain_runs["driftline__2018-06"].conf
-    assert conf["monitor"] == MONITOR and conf["batch_id"] == "2018-06" and conf["severity"] == "high"
-    assert conf["failing_checks"] == summary["failing_checks"]
+    (verdict,) = verdict_events(drifted["run"])
+    assert (
+        verdict["monitor"] == MONITOR and verdict["batch_id"] == "2018-06" and verdict["verdict"] == "failed"
+    )
+    assert verdict["worst_severity"] == "high" and verdict["report_path"] == summary["report_path"]
+    assert verdict["failing_checks"] == summary["failing_checks"]
+    assert verdict["retrain"]["batch_id"] == "2018-06" and verdict["retrain"]["severity"] == "high"
 
 
-def test_only_failed_batches_retrain(backfill: dict[str, Any]) -> None:
+def test_only_failed_batches_ask_for_retraining(backfill: dict[str, Any]) -> None:
+    from driftline_airflow.assets import retraining_due
+
     failed = [b for b, r in backfill["runs"].items() if r["summary"]["status"] == "failed"]
     assert failed and "2016-06" not in failed
-    retrain_ids = sorted(r.run_id for r in dag_runs("driftline_acs_retrain"))
-    assert retrain_ids == sorted(f"driftline__{b}" for b in failed)
+    extras = [e for r in backfill["runs"].values() for e in verdict_events(r["run"])]
+    assert [e["batch_id"] for e in extras] == BATCHES  # one verdict per run
+    due, _ = retraining_due(extras)
+    assert {e["batch_id"] for e in due} <= set(failed) and due
 
 
 def test_rerunning_an_interval_stores_one_copy(backfill: dict[str, Any], history_url: str) -> None:
@@ -164,9 +178,9 @@ def test_rerunning_an_interval_stores_one_copy(backfill: dict[str, Any], history
     assert states(run)["monitor"] == "failed"
     assert [r["batch_id"] for r in stored_runs(history_url)].count("2018-06") == 1
     assert metric_rows(history_url, "2018-06") == before
-    # the retraining DAG run of that batch exists once; the re-run skipped triggering it again
-    assert [r.run_id for r in dag_runs("driftline_acs_retrain")].count("driftline__2018-06") == 1
-    assert states(run)["trigger_retraining"] == "skipped"
+    # the re-run's verdict asks for no retraining: the incident it failed on was retrained already
+    (verdict,) = verdict_events(run)
+    assert verdict["verdict"] == "failed" and verdict["retrain"] is None
 
 
 def test_stored_results_equal_the_core_run(

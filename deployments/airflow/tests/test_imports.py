@@ -97,3 +97,30 @@ def test_airflows_providers_manager_lists_the_provider() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == metadata.version("driftline-airflow")
+
+
+def test_airflow_registers_the_connection_type_notifier_and_link() -> None:
+    """What the UI builds the connection form from, and what lets the serialized DAG keep the link."""
+    code = (
+        "import json; from airflow.providers_manager import ProvidersManager as P; p = P();"
+        "hook = p.hooks['driftline'];"
+        "widgets = {k: w.is_sensitive for k, w in p.connection_form_widgets.items() if '__driftline__' in k};"
+        "print(json.dumps({'hook': hook.hook_class_name, 'name': hook.hook_name, 'widgets': widgets,"
+        " 'hidden': p.field_behaviours['driftline']['hidden_fields'],"
+        " 'notifiers': [str(n) for n in p.notification],"
+        " 'links': p.extra_links_class_names}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["hook"] == "driftline_airflow.hooks.driftline.DriftlineHook" and found["name"] == "driftline"
+    assert found["widgets"] == {
+        "extra__driftline__store_url": False,
+        "extra__driftline__slack_channel": False,
+        "extra__driftline__slack_token": True,
+        "extra__driftline__slack_webhook_url": True,
+        "extra__driftline__report_url": False,
+    }
+    assert set(found["hidden"]) == {"host", "schema", "login", "port"}
+    assert "driftline_airflow.notifications.driftline.DriftlineNotifier" in found["notifiers"]
+    assert "driftline_airflow.links.DriftlineReportLink" in found["links"]

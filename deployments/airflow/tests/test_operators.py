@@ -89,8 +89,12 @@ def test_passing_batch_returns_the_summary(project: Path) -> None:
     ctx = context()
     summary = monitor(project, "2024-01-01").execute(ctx)
     assert summary["status"] == "passed" and summary["batch_id"] == "2024-01-01" and summary["rows"] == 1000
-    assert summary["failing_checks"] == [] and ctx["ti"].pushed == {}
+    assert summary["failing_checks"] == [] and "return_value" not in ctx["ti"].pushed
     assert Path(summary["report_path"]).is_file()
+    # the report link: the HTML report's file URI when no template is configured
+    html = project / ".driftline" / "reports" / "unit" / "2024-01-01" / "report.html"
+    assert ctx["ti"].pushed["driftline_report_url"] == summary["report_url"] == html.as_uri()
+    assert html.is_file()
     assert stored(project) == [("2024-01-01", "passed")]
 
 

@@ -1,21 +1,27 @@
-"""Monitor the census employment classifier once per half-year data interval; when the model fails,
-trigger the retraining DAG with the monitor, the batch and the failing checks as its conf.
+"""The census employment classifier, monitored per batch, with retraining on the verdict.
 
-A data interval monitors the batch named after the month it starts: [2018-06-01, 2018-12-01) is batch
-`2018-06`, the way the demo writes its batches. (Airflow names the run after the interval's end,
-`backfill__2018-12-01T00:00:00+00:00`; the retraining run it triggers is `driftline__2018-06`.)
-A backfill runs one interval at a time, oldest first, when given `--max-active-runs 1` (a backfill
-has its own limit, 10 by default, and ignores the DAG's `max_active_runs`):
+Three DAGs joined by two assets (`driftline_airflow.assets`), no hand-wired triggers:
+
+- `driftline_acs_score` stands for the scoring job: it writes a batch (the demo's ship with driftline)
+  and emits an event on the monitor's batch asset, `{"batch_id": "2018-06"}` in its extra.
+- `driftline_acs_monitor` runs on that asset (the event's batch) and once per half-year data interval
+  (`AssetOrTimeSchedule`): the interval [2018-06-01, 2018-12-01) is batch `2018-06`. After every run it
+  emits an event on the verdict asset: verdict, worst severity, failing checks, batch, report, and the
+  retraining request. Its runs fail with the monitor on a failing batch.
+- `driftline_acs_retrain` runs on the verdict asset and retrains for a verdict that asked for it (the
+  spec's `retrain` threshold, reached on a failing batch); for a passing batch it is skipped, saying why.
+
+A backfill runs one interval at a time, oldest first, and reprocesses a date a manual run took
+(`--reprocess-behavior completed`; without it, the backfill skips such a date):
 
     airflow backfill create --dag-id driftline_acs_monitor --from-date 2016-06-01 --to-date 2018-12-01 \\
-        --max-active-runs 1
+        --max-active-runs 1 --reprocess-behavior completed
 
 Triggered by hand (the UI's Trigger button, `airflow dags trigger`), a run monitors the batch its conf
 names (`{"batch_id": "2017-06"}`), else the newest batch; with a logical date, the batch of that date.
 
-Both DAGs are unpaused on creation: a backfill of a paused DAG, or a retraining run triggered on a
-paused DAG, stays queued without a word. The history store keeps one copy per batch however often an
-interval runs.
+The DAGs are unpaused on creation: a backfill of a paused DAG, or an asset-triggered run of one, stays
+queued without a word. The history store keeps one copy per batch however often a batch runs.
 """
 
 from __future__ import annotations
@@ -24,31 +30,65 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow.providers.standard.operators.empty import EmptyOperator
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TriggerRule, task
+from airflow.sdk import DAG, AssetOrTimeSchedule, CronDataIntervalTimetable, Param, TriggerRule, task
 from airflow.sdk.exceptions import AirflowSkipException
 
+from driftline_airflow.assets import batch_asset, verdict_asset
+from driftline_airflow.notifications import DriftlineNotifier
 from driftline_airflow.operators import DriftlineMonitorOperator
 
 MONITOR_DAG_ID = "driftline_acs_monitor"
 RETRAIN_DAG_ID = "driftline_acs_retrain"
+SCORE_DAG_ID = "driftline_acs_score"
+MONITOR = "acs-employment"  # the demo spec's name, which names its assets
+BATCHES, VERDICTS = batch_asset(MONITOR), verdict_asset(MONITOR)
+START = datetime(2016, 6, 1, tzinfo=UTC)
+TAGS = ["driftline", "example"]
+
+
+with DAG(
+    dag_id=SCORE_DAG_ID,
+    description="Stands for the scoring job: writes a batch and announces it on the monitor's batch asset",
+    schedule=None,
+    start_date=START,
+    catchup=False,
+    is_paused_upon_creation=False,
+    params={"batch_id": Param("2018-12", type="string", description="the batch scored, e.g. 2018-06")},
+    tags=TAGS,
+):
+
+    @task(outlets=[BATCHES])
+    def score(params: Any = None, outlet_events: Any = None) -> str:
+        """Write the batch (here: the demo's data, built once) and name it in the asset event."""
+        from driftline_airflow.example_dags.demo_data import ensure_demo_spec
+
+        ensure_demo_spec()
+        batch = str(params["batch_id"])
+        outlet_events[BATCHES].extra = {"batch_id": batch}
+        return batch
+
+    score()
+
 
 with DAG(
     dag_id=MONITOR_DAG_ID,
-    description="driftline: drift, performance and fairness of the ACS employment model per interval",
-    # One interval per half year, [June 1, December 1) and [December 1, June 1): the demo's batches.
-    schedule=CronDataIntervalTimetable("0 0 1 6,12 *", timezone="UTC"),
-    start_date=datetime(2016, 6, 1, tzinfo=UTC),
+    description="driftline: drift, performance and fairness of the ACS employment model per batch",
+    # Each batch the scoring DAG announces, and one interval per half year ([June 1, December 1) and
+    # [December 1, June 1): the demo's batches) for backfills.
+    schedule=AssetOrTimeSchedule(
+        timetable=CronDataIntervalTimetable("0 0 1 6,12 *", timezone="UTC"), assets=BATCHES
+    ),
+    start_date=START,
     end_date=datetime(2019, 6, 1, tzinfo=UTC),
     catchup=False,
-    max_active_runs=1,  # intervals in order: incidents open, escalate and resolve batch after batch
+    max_active_runs=1,  # batches in order: incidents open, escalate and resolve batch after batch
     # No scheduled run is due (catchup is off and the demo's intervals are past): unpaused, the DAG
-    # only runs what a backfill or a user asks for, without a separate `airflow dags unpause`.
+    # only runs what a batch event, a backfill or a user asks for.
     is_paused_upon_creation=False,
     # The trigger form's field: the batch a run started by hand monitors (empty: the newest batch).
     params={"batch_id": Param(None, type=["null", "string"], description="batch id, e.g. 2017-06")},
-    tags=["driftline", "example"],
-) as dag:
+    tags=TAGS,
+):
 
     @task
     def monitor_spec() -> str:
@@ -61,56 +101,53 @@ with DAG(
         task_id="monitor",
         spec_path=monitor_spec(),
         batch_format="%Y-%m",  # the demo's batches are months: the interval [2018-06-01, ...) is 2018-06
+        # the verdict to the driftline connection's Slack destination, else to the task log
+        on_failure_callback=DriftlineNotifier(),
     )
 
-    # The DAG run fails with the monitor (this leaf is then upstream_failed); an empty batch skips both.
+    # The DAG run fails with the monitor (this leaf is then upstream_failed); an empty batch skips it.
     batch_passed = EmptyOperator(task_id="batch_passed")
 
-    @task(trigger_rule=TriggerRule.ONE_FAILED)
-    def retraining_conf(ti: Any = None) -> dict[str, Any]:
-        """The retraining DAG's conf when the monitor's run asked for retraining (its `retrain_conf`:
-        the spec's `retrain` threshold reached on the newest batch), not when it crashed."""
-        summary = ti.xcom_pull(task_ids="monitor")
-        if not summary or not summary.get("retrain_conf"):
-            retraining = (summary or {}).get("retraining")
-            raise AirflowSkipException(f"the monitor asked for no retraining ({retraining or 'none due'})")
-        return {
-            "monitor": summary["monitor"],
-            "batch_id": summary["batch_id"],
-            "severity": summary["worst_severity"],
-            "failing_checks": summary["failing_checks"],
-            "report_path": summary["report_path"],
-        }
+    @task(outlets=[VERDICTS], trigger_rule=TriggerRule.ALL_DONE)
+    def publish_verdict(ti: Any = None, outlet_events: Any = None) -> dict[str, Any]:
+        """Emit the run's verdict on the verdict asset, whether the monitor passed, failed or skipped;
+        nothing when it crashed before pushing its summary."""
+        from driftline_airflow.assets import verdict_extra
 
-    conf = retraining_conf()
-    trigger = TriggerDagRunOperator(
-        task_id="trigger_retraining",
-        trigger_dag_id=RETRAIN_DAG_ID,
-        # One retraining run per monitor and batch, however often the interval is re-run.
-        trigger_run_id="driftline__{{ ti.xcom_pull(task_ids='monitor')['batch_id'] }}",
-        skip_when_already_exists=True,
-        conf=conf,
-        wait_for_completion=False,
-    )
-    monitor >> [batch_passed, conf]
+        summary = ti.xcom_pull(task_ids="monitor")
+        if not summary:
+            raise AirflowSkipException("the monitor pushed no summary (it did not finish): no verdict")
+        extra = verdict_extra(summary)
+        outlet_events[VERDICTS].extra = extra
+        return extra
+
+    monitor >> [batch_passed, publish_verdict()]
 
 
 with DAG(
     dag_id=RETRAIN_DAG_ID,
-    description="Retrain the ACS employment model (started by driftline_acs_monitor with the failure)",
-    schedule=None,
-    start_date=datetime(2016, 6, 1, tzinfo=UTC),
+    description="Retrain the ACS employment model when a driftline verdict asks for it",
+    schedule=VERDICTS,
+    start_date=START,
     catchup=False,
-    is_paused_upon_creation=False,  # paused, a triggered retraining run would wait unnoticed
-    tags=["driftline", "example"],
-) as retrain_dag:
+    is_paused_upon_creation=False,  # paused, a verdict's retraining run would wait unnoticed
+    tags=TAGS,
+):
 
     @task
-    def retrain(dag_run: Any = None) -> dict[str, Any]:
-        """Stands for the team's training job: reads which monitor, batch and checks failed."""
-        conf = dict(dag_run.conf or {})
-        checks = ", ".join(f"{c['check']}[{c['target']}]" for c in conf.get("failing_checks", []))
-        print(f"retraining after {conf.get('monitor')} batch {conf.get('batch_id')} failed: {checks}")
-        return conf
+    def retrain(**context: Any) -> list[dict[str, Any]]:
+        """Stands for the team's training job: retrains for the verdicts that asked for it, and is
+        skipped (saying why) when none did."""
+        from driftline_airflow.assets import retraining_due, verdicts
+
+        due, why_not = retraining_due(verdicts(context))
+        for reason in why_not:
+            print(reason)
+        if not due:
+            raise AirflowSkipException("; ".join(why_not) or "no driftline verdict triggered this run")
+        for verdict in due:
+            checks = ", ".join(f"{c['check']}[{c['target']}]" for c in verdict["failing_checks"])
+            print(f"retraining after {verdict['monitor']} batch {verdict['batch_id']} failed: {checks}")
+        return due
 
     retrain()

@@ -15,14 +15,26 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from driftline_airflow.batches import chosen_batch, run_type, stray_run_note
-from driftline_airflow.connections import DB_CONN_ID, SLACK_CONN_ID, resolve_store_url, with_slack_connection
+from driftline_airflow.batches import chosen_batch, run_type, stray_run_note, unmonitored_note
+from driftline_airflow.connections import (
+    DB_CONN_ID,
+    SLACK_CONN_ID,
+    first_holding,
+    resolve_store_url,
+    with_slack_connection,
+)
+from driftline_airflow.hooks.driftline import CONN_TYPE, DEFAULT_CONN_ID, slack_secret_of, store_url_of
+from driftline_airflow.links import REPORT_URL_KEY, DriftlineReportLink, run_report_url
 from driftline_airflow.xcom import failing_checks, severity_counts, strict_json, verdict
 
 XCOM_RETURN_KEY = "return_value"
 # The core's severity scale (`driftline.checks.result.SEVERITIES`, a test keeps them equal), named here
 # so that checking `fail_on` while a DAG file is parsed does not import the core and its pandas.
 SEVERITIES = ("none", "low", "medium", "high")
+
+
+def _driftline_conn(conn: Any) -> bool:
+    return (conn.conn_type or "").lower() == CONN_TYPE
 
 
 def task_instance_ids(context: Any) -> tuple[str | None, str | None]:
@@ -57,6 +69,9 @@ class DriftlineMonitorOperator(BaseOperator):
     :param store_url: the history database (SQLAlchemy URL); default the spec's `store_url`, else
         $DRIFTLINE_DATABASE_URL, else the `db_conn_id` connection, else driftline.db beside the
         spec. Templated.
+    :param driftline_conn_id: a `driftline` connection (`DriftlineHook`): its history store URL, Slack
+        credential and report link template, used before `db_conn_id` and `slack_conn_id` for what it
+        holds; ignored when not defined.
     :param db_conn_id: the Airflow connection of the history database.
     :param slack_conn_id: the Airflow connection holding the Slack bot token (password) or incoming
         webhook URL, used when the spec's environment variable is unset.
@@ -64,6 +79,7 @@ class DriftlineMonitorOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("spec_path", "batch_id", "store_url")
     ui_color = "#e8f4f8"
+    operator_extra_links = (DriftlineReportLink(),)
 
     def __init__(
         self,
@@ -76,6 +92,7 @@ class DriftlineMonitorOperator(BaseOperator):
         retrain: bool = True,
         backfill_alerts: bool = False,
         store_url: str | None = None,
+        driftline_conn_id: str | None = DEFAULT_CONN_ID,
         db_conn_id: str | None = DB_CONN_ID,
         slack_conn_id: str | None = SLACK_CONN_ID,
         **kwargs: Any,
@@ -91,6 +108,7 @@ class DriftlineMonitorOperator(BaseOperator):
         self.retrain = retrain
         self.backfill_alerts = backfill_alerts
         self.store_url = store_url
+        self.driftline_conn_id = driftline_conn_id
         self.db_conn_id = db_conn_id
         self.slack_conn_id = slack_conn_id
 
@@ -109,9 +127,9 @@ class DriftlineMonitorOperator(BaseOperator):
         except (SpecError, ValueError) as exc:
             raise AirflowFailException(str(exc)) from None
         self.log.info("batch %s: %s", printable(batch_id or "(newest)"), why)
-        note = stray_run_note(context)
-        if note:
-            self.log.warning("%s", note)
+        for note in (stray_run_note(context), unmonitored_note(context)):
+            if note:
+                self.log.warning("%s", printable(note))
         act = run_type(context) != "backfill" or self.backfill_alerts
         driver = AirflowDriver(spec, *task_instance_ids(context), start_retraining=act)
         try:
@@ -127,6 +145,7 @@ class DriftlineMonitorOperator(BaseOperator):
         else:
             failed = severity_at_least(summary.worst_severity, self.fail_on)
         payload = self.xcom_summary(summary, fail_on, driver)
+        self.push_report_url(context, payload, summary.report)
         if summary.status == "empty":
             context["ti"].xcom_push(key=XCOM_RETURN_KEY, value=payload)
             raise AirflowSkipException(f"batch {summary.batch_id} of {summary.monitor} is empty")
@@ -140,10 +159,25 @@ class DriftlineMonitorOperator(BaseOperator):
         from driftline.tasks.spec import load_spec
 
         spec = load_spec(Path(self.spec_path))
-        store_url = resolve_store_url(spec, self.store_url, self.db_conn_id)
+        db_conn = first_holding(
+            (self.driftline_conn_id, self.db_conn_id), lambda c: _driftline_conn(c) and store_url_of(c)
+        )
+        store_url = resolve_store_url(spec, self.store_url, db_conn)
         if store_url and store_url != spec.store_url:
             spec = spec.model_copy(update={"store_url": store_url})
-        return with_slack_connection(spec, self.slack_conn_id)
+        slack_conn = first_holding(
+            (self.driftline_conn_id, self.slack_conn_id), lambda c: _driftline_conn(c) and slack_secret_of(c)
+        )
+        return with_slack_connection(spec, slack_conn)
+
+    def push_report_url(self, context: Any, payload: dict[str, Any], html_report: str | None) -> None:
+        """Push the URL of the run's report (HTML, else Markdown) for the task's extra link."""
+        report = html_report or payload["report_path"]
+        if not report:
+            return
+        url = run_report_url(self.driftline_conn_id, payload["monitor"], payload["batch_id"], Path(report))
+        payload["report_url"] = url
+        context["ti"].xcom_push(key=REPORT_URL_KEY, value=url)
 
     @staticmethod
     def xcom_summary(summary: Any, fail_on: str, driver: Any) -> dict[str, Any]:
