@@ -4,7 +4,8 @@ Compares the plain engine (the default without PREFECT_API_URL) with a floor pro
 importing pandas, scikit-learn and scipy and reading the same two Parquet files), with the same run
 without its Great Expectations check, with the import of Great Expectations alone (which bounds a run
 that validates a suite: it starts first, in its own worker), with `driftline evaluate`
-of one check, and with the Prefect engine, which starts a temporary Prefect server inside the command.
+of one check, and with the Prefect engine: starting a temporary Prefect server inside the command,
+and against a Prefect server already running (`benchmarks.bench_prefect_engine` gives its CPU).
 Target: the plain engine within 2x the floor.
 
 python -m benchmarks.bench_cli_run [--repeat 3]
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 from benchmarks.measure import table
+from driftline.flows.temporary_server import temporary_prefect_server
 
 BATCH = "2018-12"
 FLOOR = (
@@ -97,6 +99,8 @@ def main() -> None:
         evaluated = best_of(args.repeat, evaluate, env)
         gx_import = best_of(args.repeat, [sys.executable, "-c", "import great_expectations"], env)
         prefect = best_of(args.repeat, [*run, "--engine", "prefect"], env)
+        with temporary_prefect_server(env) as url:
+            served = best_of(args.repeat, [*run, "--engine", "prefect"], {**env, "PREFECT_API_URL": url})
     rows = [
         ("floor: import pandas, scipy, sklearn; read both files", floor, 1.0),
         ("driftline run --engine local", local, local / floor),
@@ -104,6 +108,7 @@ def main() -> None:
         ("driftline evaluate --check drift.numeric", evaluated, evaluated / floor),
         ("python -c 'import great_expectations' (its import alone)", gx_import, gx_import / floor),
         ("driftline run --engine prefect (temporary server)", prefect, prefect / floor),
+        ("driftline run --engine prefect (running server)", served, served / floor),
     ]
     print(
         f"demo monitor, batch {BATCH} (6,000 rows, the demo's checks), profiles cached; best of {args.repeat}"
