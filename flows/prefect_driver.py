@@ -67,7 +67,7 @@ class CheckRun:
     """One check's results and its task run (whose state is renamed once the run is graded)."""
 
     results: list[CheckResult]
-    task_run: TaskRun | None
+    task_run: TaskRun
 
 
 def errored_message(label: str, results: list[CheckResult]) -> str | None:
@@ -122,8 +122,7 @@ def finish_check(task_run: TaskRun, label: str, results: list[CheckResult]) -> N
     message = errored_message(label, results)
     state = Failed(message=message) if message else Completed()
     task_run.end_time = state.timestamp
-    if task_run.start_time is not None:
-        task_run.total_run_time = state.timestamp - task_run.start_time
+    task_run.total_run_time = state.timestamp - task_run.start_time
     record_state(task_run, state)
 
 
@@ -310,7 +309,7 @@ class PrefectDriver(Driver):
         for run in self.check_runs:
             keys = {(r.check, r.target) for r in run.results}
             worst = worst_severity(graded.get(key, "none") for key in keys)
-            if run.task_run is not None and severity_at_least(worst, min_severity):
+            if severity_at_least(worst, min_severity):
                 rename_state(run.task_run, severity_state_name(worst))
 
     def secret(self, block: str) -> str | None:
