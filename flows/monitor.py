@@ -23,7 +23,7 @@ from driftline.tasks.pipeline import run_monitor
 from driftline.tasks.retrain import Retraining
 from driftline.tasks.spec import MonitorSpec, load_spec
 
-# Each check task waits on its own worker process (process isolation), so threads suffice here.
+# The flow's tasks (I/O steps, partitions) wait on I/O or on worker processes: threads suffice here.
 CHECK_RUNNER = ThreadPoolTaskRunner(max_workers=4)
 
 
@@ -45,6 +45,25 @@ class VerdictFlow(Flow):
     def __call__(self, *args: Any, return_state: bool = False, wait_for: Any = None, **kwargs: Any) -> Any:
         state = super().__call__(*args, return_state=True, wait_for=wait_for, **kwargs)
         return state if return_state else summary_of(state)
+
+    def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        """The parameters as the API stores them: JSON values as they are, anything else as Prefect
+        encodes it (whose encoder imports FastAPI, a fifth of a small run's CPU in this process)."""
+        if all(json_native(value) for value in parameters.values()):
+            return dict(parameters)
+        return super().serialize_parameters(parameters)
+
+
+def json_native(value: Any) -> bool:
+    """Whether `value` is made of JSON types only (None, bool, numbers, strings, lists and
+    string-keyed dicts of them), so it is stored as it is."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list):
+        return all(json_native(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and json_native(item) for key, item in value.items())
+    return False
 
 
 def verdict_flow(**options: Any) -> Callable[[Callable[..., Any]], VerdictFlow]:

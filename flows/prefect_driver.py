@@ -1,5 +1,6 @@
-"""The Prefect engine: the monitor core's steps as Prefect tasks, a task per check, secrets from
-Secret blocks, retraining by event or deployment run, and the run report as artifacts."""
+"""The Prefect engine: the monitor core's steps as Prefect tasks, each check a task run of the flow
+run (evaluated as the plain engine evaluates it, reported by state events), secrets from Secret
+blocks, retraining by event or deployment run, and the run report as artifacts."""
 
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ from typing import Any, TypeVar
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
-from prefect.context import TaskRunContext
-from prefect.futures import PrefectFuture, wait
+from prefect.context import FlowRunContext
+from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
-from prefect.states import Completed, Failed, State
+from prefect.states import Completed, Failed, Running, State
 
 from driftline.checks.result import CheckResult, worst_severity
 from driftline.flows.report import publish_artifacts
-from driftline.tasks.driver import CheckJob, Driver, started_first
+from driftline.tasks.driver import CheckJob, Driver
 from driftline.tasks.ranking import model_level, ranked
 from driftline.tasks.retrain import FAILED_EVENT, RetrainRequest, trigger_plain
 from driftline.tasks.spec import MonitorSpec, RetrainSpec, severity_at_least
@@ -63,20 +64,10 @@ def on_every_worker(future: PrefectFuture[Any]) -> None:
 
 @dataclass
 class CheckRun:
-    """One check task's results and its task run (whose state is renamed once the run is graded)."""
+    """One check's results and its task run (whose state is renamed once the run is graded)."""
 
     results: list[CheckResult]
-    task_run: TaskRun | None
-
-
-def check_state(label: str, results: list[CheckResult], logger: Any) -> State:
-    """The check task's state: each `error` result an ERROR line of the flow run's log. The task ends
-    `Completed` either way; one that produced nothing but errors is marked `Failed` once it finished
-    (by `PrefectDriver.fan_out`), so the task engine does not log the state's whole data as a failure."""
-    for result in results:
-        if result.status == "error":
-            logger.error("check %s errored on %s: %s", label, result.target, result.reason)
-    return Completed(data=CheckRun(results, TaskRunContext.get().task_run))
+    task_run: TaskRun
 
 
 def errored_message(label: str, results: list[CheckResult]) -> str | None:
@@ -87,21 +78,6 @@ def errored_message(label: str, results: list[CheckResult]) -> str | None:
         return None
     more = f" (+{len(errors) - 1} more error(s))" if len(errors) > 1 else ""
     return f"{label}: {errors[0].reason}{more}"
-
-
-@task(name="check", **IN_MEMORY)
-def run_check_job(job: CheckJob) -> State:
-    """One check of the run (in its own worker process under process isolation)."""
-    return check_state(job.label, job.run(), get_run_logger())
-
-
-def shares_memory() -> bool:
-    """Whether the flow's task runner runs tasks in the flow's own process (threads)."""
-    from prefect.context import FlowRunContext
-    from prefect.task_runners import ThreadPoolTaskRunner
-
-    context = FlowRunContext.get()
-    return context is None or isinstance(context.task_runner, ThreadPoolTaskRunner)
 
 
 def severity_state_name(severity: str) -> str:
@@ -119,6 +95,35 @@ def record_state(task_run: TaskRun, state: State) -> None:
     task_run.state, task_run.state_id, task_run.state_name = state, state.id, state.name
     task_run.state_type = state.type
     emit_task_run_state_change_event(task_run=task_run, initial_state=previous, validated_state=state)
+
+
+def started_check(label: str, index: int) -> TaskRun:
+    """A `Running` task run of the current flow run standing for one check, reported to the API by its
+    state event alone: the check runs in the plain engine's worker lanes, not in Prefect's task engine
+    (which would cost a thread, a forked process and several API events per check)."""
+    context = FlowRunContext.get()
+    running = Running()
+    task_run = TaskRun(
+        name=label,
+        flow_run_id=context.flow_run.id if context and context.flow_run else None,
+        task_key="check",
+        dynamic_key=str(index),
+        run_count=1,
+        start_time=running.timestamp,
+        expected_start_time=running.timestamp,
+    )
+    record_state(task_run, running)
+    return task_run
+
+
+def finish_check(task_run: TaskRun, label: str, results: list[CheckResult]) -> None:
+    """End a check's task run: `Failed` naming the check and its error when every result is an
+    `error`, else `Completed`."""
+    message = errored_message(label, results)
+    state = Failed(message=message) if message else Completed()
+    task_run.end_time = state.timestamp
+    task_run.total_run_time = state.timestamp - task_run.start_time
+    record_state(task_run, state)
 
 
 def rename_state(task_run: TaskRun, name: str) -> None:
@@ -228,6 +233,8 @@ class PrefectDriver(Driver):
         super().__init__()
         self.spec = spec
         self.check_runs: list[CheckRun] = []
+        self._started: dict[int, TaskRun] = {}
+        self._finished: dict[int, CheckRun] = {}
 
     @property
     def logger(self) -> Any:
@@ -255,31 +262,25 @@ class PrefectDriver(Driver):
         return as_task(*args)
 
     def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[CheckResult]]:
-        """A task per check, named after the check and its targets; the flow's task runner sets the
-        parallelism. A task that crashes becomes the check's `error` result, and one whose check only
-        errored ends `Failed` naming the check and its error. On a task runner that ships tasks to
-        other processes (Dask), the checks run as the plain engine runs them, in worker processes
-        forked from the flow's (their frames are in its memory: never shipped)."""
-        if not shares_memory():
-            self.logger.info("%d check(s) in worker processes of the flow run", len(jobs))
-            return super().fan_out(jobs, workers)
-        submitted = {
-            i: run_check_job.with_options(task_run_name=jobs[i].label).submit(jobs[i])
-            for i in started_first(jobs)
-        }
-        futures = [submitted[i] for i in range(len(jobs))]
-        wait(futures)
-        runs = []
-        for future, job in zip(futures, jobs, strict=True):
-            outcome = future.result(raise_on_failure=False)
-            if isinstance(outcome, BaseException):
-                self.logger.error("check %s crashed: %s: %s", job.label, type(outcome).__name__, outcome)
-                outcome = CheckRun(job.failed(outcome), None)
-            elif outcome.task_run is not None and (message := errored_message(job.label, outcome.results)):
-                record_state(outcome.task_run, Failed(message=message))
-            runs.append(outcome)
-        self.check_runs.extend(runs)
-        return [run.results for run in runs]
+        """The checks as the plain engine runs them (a few forked workers of the flow's process, each
+        check within its own limits; frames are never shipped), each shown as a task run named after
+        the check and its targets: `Running` as it starts, then `Completed`, or `Failed` naming the
+        check and its error when it only errored."""
+        self._started, self._finished = {}, {}
+        outcomes = super().fan_out(jobs, workers)
+        self.check_runs.extend(self._finished[i] for i in range(len(jobs)))
+        return outcomes
+
+    def check_started(self, index: int, job: CheckJob) -> None:
+        self._started[index] = started_check(job.label, index)
+
+    def check_finished(self, index: int, job: CheckJob, results: list[CheckResult]) -> None:
+        for result in results:
+            if result.status == "error":
+                self.logger.error("check %s errored on %s: %s", job.label, result.target, result.reason)
+        task_run = self._started[index]
+        finish_check(task_run, job.label, results)
+        self._finished[index] = CheckRun(results, task_run)
 
     def map_partitions(
         self, fn: Callable[[Any, Any], T], partitions: Sequence[Any], work: Any, workers: int
@@ -308,7 +309,7 @@ class PrefectDriver(Driver):
         for run in self.check_runs:
             keys = {(r.check, r.target) for r in run.results}
             worst = worst_severity(graded.get(key, "none") for key in keys)
-            if run.task_run is not None and severity_at_least(worst, min_severity):
+            if severity_at_least(worst, min_severity):
                 rename_state(run.task_run, severity_state_name(worst))
 
     def secret(self, block: str) -> str | None:

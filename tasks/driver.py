@@ -10,6 +10,7 @@ overrides what it does its own way.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 from collections.abc import Callable, Iterator, Sequence
@@ -122,21 +123,31 @@ class Driver:
             try:
                 while (i := _next(pending)) is not None:
                     job = jobs[i]
+                    self.check_started(i, job)
                     if not job.forks:
                         done[i] = job.run()
-                        continue
-                    if lane is None or lane.closed:
-                        lane = Lane(calls, "checks")
-                    done[i] = job.run_in(lane, i)
+                    else:
+                        if lane is None or lane.closed:
+                            lane = Lane(calls, "checks")
+                        done[i] = job.run_in(lane, i)
+                    self.check_finished(i, job, done[i])
             finally:
                 if lane is not None:
                     lane.close()
 
         threads = max(1, min(workers, len(jobs)))
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="driftline-check") as pool:
-            for future in [pool.submit(serve) for _ in range(threads)]:
+            # Each thread runs in a copy of the caller's context (an orchestrator's run context included).
+            serving = [pool.submit(contextvars.copy_context().run, serve) for _ in range(threads)]
+            for future in serving:
                 future.result()
         return [done[i] for i in range(len(jobs))]
+
+    def check_started(self, index: int, job: CheckJob) -> None:
+        """Called in the serving thread as job `index` of `fan_out` starts; an orchestrator records it."""
+
+    def check_finished(self, index: int, job: CheckJob, results: list[CheckResult]) -> None:
+        """Called in the serving thread with job `index`'s results; an orchestrator records them."""
 
     def map_partitions(
         self, fn: Callable[[Any, Any], T], partitions: Sequence[Any], work: Any, workers: int

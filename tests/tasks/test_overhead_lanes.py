@@ -3,8 +3,10 @@ and memory limit, its own error result when it fails, and its place in the resul
 
 from __future__ import annotations
 
+import contextvars
 import os
 import resource
+import threading
 import time
 from functools import partial
 
@@ -85,3 +87,42 @@ def test_a_dead_worker_is_named_as_before() -> None:
         lane.compute(0, timeout_s=30)
         with pytest.raises(WorkerDied, match="exited with code 5"):
             lane.compute(1, timeout_s=30)
+
+
+RUN = contextvars.ContextVar("run", default=None)
+
+
+class Recording(Driver):
+    """Records what an orchestrator sees of each job: its start and its results, with the caller's
+    context variable as the serving thread sees it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, int, object, object]] = []
+        self.lock = threading.Lock()
+
+    def check_started(self, index: int, job: CheckJob) -> None:
+        with self.lock:
+            self.seen.append(("started", index, RUN.get(), None))
+
+    def check_finished(self, index: int, job: CheckJob, results: list) -> None:
+        with self.lock:
+            self.seen.append(("finished", index, RUN.get(), results))
+
+
+def test_every_job_is_reported_started_then_finished_in_the_callers_context() -> None:
+    jobs = [
+        _job("fine", partial(pow, 2, 3)),
+        _job("dies", partial(os._exit, 3)),
+        _job("last", partial(pow, 3, 2)),
+    ]
+    driver = Recording()
+    RUN.set("flow-run-1")
+    outcomes = driver.fan_out(jobs, workers=2)
+    assert {context for _, _, context, _ in driver.seen} == {"flow-run-1"}
+    order = [(kind, index) for kind, index, _, _ in driver.seen]
+    for i in range(3):
+        assert order.count(("started", i)) == order.count(("finished", i)) == 1
+        finished = order.index(("finished", i))
+        assert order.index(("started", i)) < finished and driver.seen[finished][3] == outcomes[i]
+    assert outcomes[0] == 8 and outcomes[2] == 9 and outcomes[1][0].status == "error"
