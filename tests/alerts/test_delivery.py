@@ -9,14 +9,8 @@ import time
 import pytest
 
 from driftline.tasks.alerts.config import AlertConfig
-from driftline.tasks.alerts.delivery import (
-    ConsoleSender,
-    DeliveryError,
-    SlackBotSender,
-    SlackWebhookSender,
-    UnavailableSender,
-    build_sender,
-)
+from driftline.tasks.alerts.delivery import ConsoleSender, DeliveryError, UnavailableSender, build_sender
+from driftline.tasks.alerts.slack import SlackBotSender, SlackWebhookSender
 from tests.alerts.builders import TOKEN
 from tests.alerts.slack_server import WEBHOOK_PATH, Reply, SlackStandIn, closed_port_url
 

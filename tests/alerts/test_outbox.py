@@ -11,8 +11,8 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts import AlertConfig, AlertReport, flush_outbox, process_alerts
-from driftline.tasks.alerts.delivery import SlackBotSender
 from driftline.tasks.alerts.outbox import enqueue, purge_sent
+from driftline.tasks.alerts.slack import SlackBotSender
 from driftline.tasks.history.models import AlertOutbox, Incident
 from tests.alerts.builders import TOKEN, result
 from tests.alerts.slack_server import Reply, SlackStandIn, closed_port_url

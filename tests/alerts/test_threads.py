@@ -12,9 +12,9 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts import AlertConfig, AlertReport, flush_outbox, process_alerts
-from driftline.tasks.alerts.delivery import SlackBotSender
 from driftline.tasks.alerts.mutes import active_mutes, list_mutes, mute, unmute
 from driftline.tasks.alerts.outbox import PARENT_PATIENCE
+from driftline.tasks.alerts.slack import SlackBotSender
 from driftline.tasks.history.models import AlertMute, AlertOutbox, Incident, IncidentThread, utcnow
 from tests.alerts.builders import TOKEN, result
 from tests.alerts.slack_server import Reply, SlackStandIn, closed_port_url
