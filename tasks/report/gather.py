@@ -14,13 +14,13 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine, Table, select
 
+from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.result import SEVERITIES, severity_rank
 from driftline.tasks.history.db import as_utc
 from driftline.tasks.history.models import Run
 from driftline.tasks.history.query import HISTORY_COLUMNS, latest_results, read_history
 from driftline.tasks.history.store import NO_METRIC
 from driftline.tasks.ranking import ranked
-from driftline.tasks.report.summary import SUMMARY_CHECK
 
 RUNS: Table = Run.__table__  # type: ignore[assignment]
 DEFAULT_RUNS = 30
@@ -57,7 +57,7 @@ class ReportData:
 
     def verdicts(self) -> list[dict[str, Any]]:
         """The results that judge the batch: all but the data summary's (described, never graded)."""
-        return [r for r in self.results if r["check"] != SUMMARY_CHECK]
+        return [r for r in self.results if r["check"] != DATA_SUMMARY]
 
     def severity_counts(self) -> dict[str, int]:
         """How many `ok` verdicts reached each severity, plus `skipped` and `error` counts."""
