@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,8 @@ from driftline.checks.errors import CheckInputError
 from driftline.checks.spec_modules import import_beside, plain_name
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from driftline.checks.base import Check
 
 ENTRY_POINT_GROUP = "driftline.checks"
