@@ -1,28 +1,29 @@
-"""The driftline check catalog: pure computations on pandas/numpy, fitted on a reference, run per batch."""
+"""The driftline check catalog: pure computations on pandas/numpy, fitted on a reference, run per batch.
 
-from driftline.checks.base import Check, Metric
-from driftline.checks.columns import Columns, infer_columns
-from driftline.checks.errors import CheckInputError, NotApplicable
-from driftline.checks.mergeable import Mergeable
-from driftline.checks.registry import create, describe, get, names, register
-from driftline.checks.result import CheckResult, severity_for, worst_severity
-from driftline.checks.runner import run_check
+The public names are imported on first use (`driftline.lazy`), so importing a light module of the
+package (`catalog_index`, `errors`) never imports pandas, numpy or scipy.
+"""
 
-__all__ = [
-    "Check",
-    "CheckInputError",
-    "CheckResult",
-    "Columns",
-    "Mergeable",
-    "Metric",
-    "NotApplicable",
-    "create",
-    "describe",
-    "get",
-    "infer_columns",
-    "names",
-    "register",
-    "run_check",
-    "severity_for",
-    "worst_severity",
-]
+from driftline.lazy import exports
+
+_PUBLIC = {
+    "Check": "driftline.checks.base",
+    "Metric": "driftline.checks.base",
+    "Columns": "driftline.checks.columns",
+    "infer_columns": "driftline.checks.columns",
+    "CheckInputError": "driftline.checks.errors",
+    "NotApplicable": "driftline.checks.errors",
+    "Mergeable": "driftline.checks.mergeable",
+    "create": "driftline.checks.registry",
+    "describe": "driftline.checks.registry",
+    "get": "driftline.checks.registry",
+    "names": "driftline.checks.registry",
+    "register": "driftline.checks.registry",
+    "CheckResult": "driftline.checks.result",
+    "severity_for": "driftline.checks.result",
+    "worst_severity": "driftline.checks.result",
+    "run_check": "driftline.checks.runner",
+}
+
+__all__ = sorted(_PUBLIC)
+__getattr__, __dir__ = exports(__name__, _PUBLIC)

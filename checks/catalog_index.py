@@ -5,6 +5,9 @@ drift.numeric` never pays for scikit-learn's trees. A test compares this table w
 modules actually register, so it cannot fall out of date.
 """
 
+# The one described (not graded) check, which the run and the command line set apart by name.
+DATA_SUMMARY = "data.summary"
+
 CATALOG: dict[str, str] = {
     "abnormal.capitalization": "driftline.checks.abnormal_strings",
     "abnormal.empty_string": "driftline.checks.abnormal_strings",

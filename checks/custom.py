@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-from importlib.metadata import EntryPoint
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from driftline.checks.base import Check
 from driftline.checks.errors import CheckInputError
 from driftline.checks.spec_modules import import_beside, plain_name
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from driftline.checks.base import Check
 
 ENTRY_POINT_GROUP = "driftline.checks"
 CONTRACT = "a check is a driftline.checks.Check subclass with `name` and `family` (docs/custom_checks.md)"
@@ -65,6 +68,8 @@ def imported_check(path: str, base_dir: Path | None = None) -> type[Check]:
 
 def require_check_class(target: object, origin: str) -> type[Check]:
     """`target` when it is a concrete `Check` subclass with a name and a family, else a `CheckInputError`."""
+    from driftline.checks.base import Check  # the module that defined `target` has imported it
+
     if not (isinstance(target, type) and issubclass(target, Check)):
         raise CheckInputError(f"check {origin!r}: {target!r} is not a Check subclass; {CONTRACT}")
     if inspect.isabstract(target):

@@ -19,6 +19,7 @@ import pandas as pd
 
 from driftline.checks.base import Metric
 from driftline.checks.binning import value_counts
+from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.columns import Columns, is_nested
 from driftline.checks.errors import CheckInputError
 from driftline.checks.mergeable import Mergeable
@@ -292,7 +293,7 @@ class DataSummary(Mergeable):
     left out of the statistics.
     """
 
-    name: ClassVar[str] = "data.summary"
+    name: ClassVar[str] = DATA_SUMMARY
     family: ClassVar[str] = "data"
     declared_metrics: ClassVar[dict[str, Metric]] = {
         m: Metric((), change=NOT_GRADED) for m in dict.fromkeys((*NUMERIC_METRICS, *CATEGORICAL_METRICS))

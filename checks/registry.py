@@ -12,12 +12,14 @@ import importlib
 import pkgutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from driftline.checks.base import Check
 from driftline.checks.catalog_index import CATALOG
 from driftline.checks.custom import imported_check, is_import_path, origin, published, published_check
 from driftline.checks.errors import CheckInputError
+
+if TYPE_CHECKING:
+    from driftline.checks.base import Check
 
 _REGISTRY: dict[str, type[Check]] = {}
 _LOADED = False

@@ -7,8 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-import numpy as np
-
 SEVERITIES: tuple[str, ...] = ("none", "low", "medium", "high")
 STATUSES: tuple[str, ...] = ("ok", "skipped", "error")
 
@@ -73,19 +71,27 @@ def json_safe(value: Any) -> Any:
         return {f.name: json_safe(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [json_safe(v) for v in value.tolist()]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
         return int(value)
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, float):
         value = float(value)
         return value if math.isfinite(value) else None
-    if value is None or isinstance(value, str):
-        return value
     if hasattr(value, "isoformat"):
         return value.isoformat()
+    return _numpy_safe(value)
+
+
+def _numpy_safe(value: Any) -> Any:
+    """A numpy array or scalar as plain JSON values, anything else as its text. numpy is imported only
+    here: a numpy value exists only once numpy is, and plain values never reach this."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return [json_safe(v) for v in value.tolist()]
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        return json_safe(value.item())
     return str(value)
 
 

@@ -8,8 +8,9 @@ monitor core).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from driftline.lazy import exports
 
 _PUBLIC = {
     "create": "driftline.checks.registry",
@@ -21,6 +22,7 @@ _PUBLIC = {
 }
 
 __all__ = ["__version__", *_PUBLIC]
+_public, __dir__ = exports(__name__, _PUBLIC)
 
 
 def _version() -> str:
@@ -34,17 +36,8 @@ def _version() -> str:
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use."""
+    """The version, or a public name, read on first use."""
     if name == "__version__":
         globals()[name] = value = _version()
         return value
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'driftline' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+    return _public(name)

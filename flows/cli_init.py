@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from driftline.flows.cli_common import app, console, fail
 from driftline.tasks.files import private_folder, write_private_file
@@ -35,6 +34,8 @@ def planned_files(folder: Path) -> list[Path]:
 def prefect_yaml(spec_path: Path) -> str:
     """The deployments file, its monitor deployment named after the spec and reading it by absolute
     path (a JSON string is a valid YAML scalar, whatever the path holds)."""
+    import yaml
+
     monitor = yaml.safe_load(spec_path.read_text())["name"]
     text = PREFECT_TEMPLATE.read_text()
     return text.replace("@MONITOR@", monitor).replace("@SPEC_PATH@", json.dumps(str(spec_path.resolve())))

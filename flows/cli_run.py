@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 
 from driftline.flows.cli_common import (
     EXIT_FAILED,
@@ -34,6 +33,8 @@ from driftline.tasks.safe_text import first_line, printable
 
 def _parse_params(pairs: list[str]) -> dict[str, Any]:
     """`key=value` pairs; values are read as YAML scalars or lists (`bins=20`, `features=[a, b]`)."""
+    import yaml
+
     params: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from driftline.checks.data_summary import DataSummary
+from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.result import format_number
 from driftline.tasks.comparison import comparison_line
 from driftline.tasks.ranking import importance_text, ranked
@@ -128,8 +128,8 @@ def print_summary(console: Console, summary: Mapping[str, Any], show_ok: bool = 
         f"{plain(summary['monitor'])} · batch {plain(summary['batch_id'])} · {summary['rows']} rows · "
         f"{summary['status'].upper()} (worst severity {summary['worst_severity']})"
     )
-    described = [r for r in summary["results"] if r["check"] == DataSummary.name]
-    verdicts = [r for r in summary["results"] if r["check"] != DataSummary.name]
+    described = [r for r in summary["results"] if r["check"] == DATA_SUMMARY]
+    verdicts = [r for r in summary["results"] if r["check"] != DATA_SUMMARY]
     if show_ok or any(r["status"] != "ok" or r["severity"] != "none" for r in verdicts):
         console.print(results_table(verdicts, title=title, show_ok=show_ok))
     else:

@@ -1,10 +1,11 @@
 """What labels say about a run's own premises, once they exist: the estimates' assumption
 (`tasks.estimate_checks`) and whether the reference looks in-sample (`tasks.reference_checks`).
 
-One call after grading: the run's own results and the monitor's stored ones of its newest
-`LOOKBACK_RUNS` runs (realised performance, joined late or not, and the estimates' bands) are read
-once; estimate results are annotated in place and the in-sample warning, if any, is returned as a
-result to add. A store that cannot be read is logged, and the run's own results are read alone.
+One call after grading. When the run has an estimate or a realised-performance check, the run's own
+results and the monitor's stored ones of its newest `LOOKBACK_RUNS` runs (realised performance, joined
+late or not, and the estimates' bands) are read once; a run without either reads nothing. Estimate
+results are annotated in place and the in-sample warning, if any, is returned as a result to add. A
+store that cannot be read is logged, and the run's own results are read alone.
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ def hindsight(
     warning to add (or nothing). `run` is the batch id, its time and the reference's content hash."""
     from driftline.tasks.history.db import connected_store
 
+    if not any(r.check in CHECKS for r in results):
+        return []  # no estimate and no realised performance: nothing for labels to say, nothing read
     batch_id, batch_time, reference_hash = run
     own = batch_values(results)
     try:

@@ -18,8 +18,8 @@ import pandas as pd
 
 from driftline.checks import registry
 from driftline.checks.base import Check
+from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.columns import Columns
-from driftline.checks.data_summary import DataSummary
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import missing_role
 from driftline.tasks.attribution_plots import write_figures
@@ -31,7 +31,6 @@ from driftline.tasks.spec import CheckSpec, ExecutionSpec, MonitorSpec
 from driftline.tasks.steps import evaluate_check
 
 SCHEMA_CHECK = "schema.columns"
-SUMMARY_CHECK = DataSummary.name
 WAITING_FOR_LABELS = "the batch has no labels yet: this check runs when they land (see `labels:`)"
 log = logging.getLogger(__name__)
 
@@ -76,9 +75,9 @@ class CheckPlan:
         listed = {name for name, _, _ in entries}
         if SCHEMA_CHECK not in listed:
             entries.insert(0, (SCHEMA_CHECK, {"arrive_later": [arrive_later]} if arrive_later else {}, None))
-        if spec.summary and SUMMARY_CHECK not in listed:
+        if spec.summary and DATA_SUMMARY not in listed:
             after_schema = 1 + next(i for i, (name, _, _) in enumerate(entries) if name == SCHEMA_CHECK)
-            entries.insert(after_schema, (SUMMARY_CHECK, {}, None))
+            entries.insert(after_schema, (DATA_SUMMARY, {}, None))
         planned = []
         for name, params, entry in entries:
             check = with_model(registry.create(name, params, spec.base_dir), model)

@@ -5,44 +5,36 @@ configured.
 
 Every message goes through the `alert_outbox` table before it is sent, so an alert a channel cannot
 take now is delivered by a later run.
+
+The public names are imported on first use (`driftline.lazy`): a spec reads `alerts.config` without
+importing slack_sdk or SQLAlchemy.
 """
 
-from driftline.tasks.alerts.config import AlertConfig, AlertRule, Route, SlackConfig
-from driftline.tasks.alerts.delivery import (
-    ConsoleSender,
-    DeliveryError,
-    Posted,
-    Sender,
-    SlackBotSender,
-    SlackWebhookSender,
-    build_sender,
-    build_senders,
-)
-from driftline.tasks.alerts.incidents import IncidentChange, apply_incidents
-from driftline.tasks.alerts.messages import build_message
-from driftline.tasks.alerts.outbox import FlushResult, enqueue, flush_outbox, purge_sent
-from driftline.tasks.alerts.process import AlertReport, process_alerts
+from driftline.lazy import exports
 
-__all__ = [
-    "AlertConfig",
-    "AlertReport",
-    "AlertRule",
-    "ConsoleSender",
-    "DeliveryError",
-    "FlushResult",
-    "IncidentChange",
-    "Posted",
-    "Route",
-    "Sender",
-    "SlackBotSender",
-    "SlackConfig",
-    "SlackWebhookSender",
-    "apply_incidents",
-    "build_message",
-    "build_sender",
-    "build_senders",
-    "enqueue",
-    "flush_outbox",
-    "process_alerts",
-    "purge_sent",
-]
+_PUBLIC = {
+    "AlertConfig": "driftline.tasks.alerts.config",
+    "AlertReport": "driftline.tasks.alerts.process",
+    "AlertRule": "driftline.tasks.alerts.config",
+    "ConsoleSender": "driftline.tasks.alerts.channels.console",
+    "DeliveryError": "driftline.tasks.alerts.delivery",
+    "FlushResult": "driftline.tasks.alerts.outbox",
+    "IncidentChange": "driftline.tasks.alerts.incidents",
+    "Posted": "driftline.tasks.alerts.delivery",
+    "Route": "driftline.tasks.alerts.config",
+    "Sender": "driftline.tasks.alerts.delivery",
+    "SlackBotSender": "driftline.tasks.alerts.channels.slack",
+    "SlackConfig": "driftline.tasks.alerts.config",
+    "SlackWebhookSender": "driftline.tasks.alerts.channels.slack",
+    "apply_incidents": "driftline.tasks.alerts.incidents",
+    "build_message": "driftline.tasks.alerts.messages",
+    "build_sender": "driftline.tasks.alerts.delivery",
+    "build_senders": "driftline.tasks.alerts.delivery",
+    "enqueue": "driftline.tasks.alerts.outbox",
+    "flush_outbox": "driftline.tasks.alerts.outbox",
+    "process_alerts": "driftline.tasks.alerts.process",
+    "purge_sent": "driftline.tasks.alerts.outbox",
+}
+
+__all__ = sorted(_PUBLIC)
+__getattr__, __dir__ = exports(__name__, _PUBLIC)

@@ -10,19 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TextIO
 
-from driftline.tasks.alerts.channels import (
+from driftline.tasks.alerts.channels.base import (
     Channel,
-    ConsoleSender,
+    ChannelUnavailable,
     Credentials,
     DeliveryError,
     Posted,
-    SlackBotSender,
-    SlackWebhookSender,
     UnavailableChannel,
-    channel_class,
-    slack_sender,
+    unavailable,
 )
-from driftline.tasks.alerts.channels.base import ChannelUnavailable, unavailable
+from driftline.tasks.alerts.channels.console import ConsoleSender
+from driftline.tasks.alerts.channels.registry import channel_class
 from driftline.tasks.alerts.config import AlertConfig, ChannelConfig
 
 # The names of earlier releases: every channel is a sender.
@@ -34,8 +32,6 @@ __all__ = [
     "DeliveryError",
     "Posted",
     "Sender",
-    "SlackBotSender",
-    "SlackWebhookSender",
     "UnavailableSender",
     "build_sender",
     "build_senders",
@@ -55,6 +51,8 @@ def _default_channel(
 ) -> Channel | None:
     if config.slack is None:
         return ConsoleSender(stream) if config.console else None
+    from driftline.tasks.alerts.channels.slack import slack_sender  # slack_sdk only where Slack is used
+
     return slack_sender(config.slack, token, credentials)
 
 
@@ -102,6 +100,8 @@ def build_senders(
         senders[default.destination] = default
     for route in config.routes:
         assert config.slack is not None
+        from driftline.tasks.alerts.channels.slack import slack_sender
+
         senders[route.destination] = slack_sender(config.slack, token, credentials, route.channel)
     for entry in config.channels:
         senders[entry.destination] = _built(entry, credentials)

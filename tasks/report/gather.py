@@ -12,15 +12,15 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, Table, select
+from sqlalchemy import Engine, Select, Table, and_, or_, select
 
+from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.result import SEVERITIES, severity_rank
 from driftline.tasks.history.db import as_utc
 from driftline.tasks.history.models import Run
 from driftline.tasks.history.query import HISTORY_COLUMNS, latest_results, read_history
 from driftline.tasks.history.store import NO_METRIC
 from driftline.tasks.ranking import ranked
-from driftline.tasks.report.summary import SUMMARY_CHECK
 
 RUNS: Table = Run.__table__  # type: ignore[assignment]
 DEFAULT_RUNS = 30
@@ -45,7 +45,7 @@ class ReportData:
     min_severity: str = "medium"
     links: dict[str, str] = field(default_factory=dict)
     reference_rows: int | None = None
-    batches: list[str] = field(default_factory=list)
+    adjacent: tuple[str | None, str | None] = (None, None)
 
     def failing(self) -> list[dict[str, Any]]:
         """`ok` results at or above `min_severity`, in rank order (`tasks.ranking`)."""
@@ -57,7 +57,7 @@ class ReportData:
 
     def verdicts(self) -> list[dict[str, Any]]:
         """The results that judge the batch: all but the data summary's (described, never graded)."""
-        return [r for r in self.results if r["check"] != SUMMARY_CHECK]
+        return [r for r in self.results if r["check"] != DATA_SUMMARY]
 
     def severity_counts(self) -> dict[str, int]:
         """How many `ok` verdicts reached each severity, plus `skipped` and `error` counts."""
@@ -68,12 +68,7 @@ class ReportData:
 
     def neighbours(self) -> tuple[str | None, str | None]:
         """The batches stored just before and just after this one (None at either end)."""
-        if self.batch_id not in self.batches:
-            return None, None
-        i = self.batches.index(self.batch_id)
-        before = self.batches[i - 1] if i > 0 else None
-        after = self.batches[i + 1] if i + 1 < len(self.batches) else None
-        return before, after
+        return self.adjacent
 
 
 def result_history_rows(
@@ -92,19 +87,51 @@ def result_history_rows(
     return frame
 
 
-def _run_rows(engine: Engine, monitor: str) -> list[dict[str, Any]]:
-    """(batch_id, batch_time, status, worst_severity, rows, details) of every stored run, oldest first."""
-    columns = ("batch_id", "batch_time", "status", "worst_severity", "rows", "details", "flow_run_id")
-    query = (
-        select(*(RUNS.c[name] for name in columns))
-        .where(RUNS.c.monitor == monitor)
-        .order_by(RUNS.c.batch_time, RUNS.c.id)
-    )
+def _newest_first(query: Select[Any]) -> Select[Any]:
+    """`query` over runs, newest batch first (the order `ix_runs_monitor_time` serves)."""
+    return query.order_by(RUNS.c.batch_time.desc(), RUNS.c.id.desc())
+
+
+def stored_run(engine: Engine, monitor: str, batch_id: str | None) -> dict[str, Any] | None:
+    """The stored run of `batch_id` (the newest when None): one row, whatever the history's length."""
+    columns = ("id", "batch_id", "batch_time", "status", "worst_severity", "rows", "details")
+    query = select(*(RUNS.c[name] for name in columns)).where(RUNS.c.monitor == monitor)
+    if batch_id is not None:
+        query = query.where(RUNS.c.batch_id == batch_id)
     with engine.connect() as conn:
-        runs = [dict(row) for row in conn.execute(query).mappings()]
-    for run in runs:
-        run["batch_time"] = as_utc(run["batch_time"]) if run["batch_time"] is not None else None
-    return runs
+        row = conn.execute(_newest_first(query).limit(1)).mappings().first()
+    if row is None:
+        return None
+    run = dict(row)
+    run["batch_time"] = as_utc(run["batch_time"]) if run["batch_time"] is not None else None
+    return run
+
+
+def latest_batches(engine: Engine, monitor: str, count: int) -> list[str]:
+    """The ids of the monitor's newest `count` stored batches, newest first."""
+    query = _newest_first(select(RUNS.c.batch_id).where(RUNS.c.monitor == monitor)).limit(count)
+    with engine.connect() as conn:
+        return list(conn.execute(query).scalars())
+
+
+def adjacent_batches(
+    engine: Engine, monitor: str, run: Mapping[str, Any] | None
+) -> tuple[str | None, str | None]:
+    """The batches stored just before and just after `run` in (batch time, id) order, one row each;
+    for a run not stored yet, the newest stored batch and nothing after it."""
+    if run is None:
+        newest = latest_batches(engine, monitor, 1)
+        return (newest[0] if newest else None), None
+    time, key = as_utc(run["batch_time"]), run["id"]
+    mine = RUNS.c.monitor == monitor
+    earlier = or_(RUNS.c.batch_time < time, and_(RUNS.c.batch_time == time, RUNS.c.id < key))
+    later = or_(RUNS.c.batch_time > time, and_(RUNS.c.batch_time == time, RUNS.c.id > key))
+    with engine.connect() as conn:
+        before = conn.execute(_newest_first(select(RUNS.c.batch_id).where(mine, earlier)).limit(1))
+        after = conn.execute(
+            select(RUNS.c.batch_id).where(mine, later).order_by(RUNS.c.batch_time, RUNS.c.id).limit(1)
+        )
+        return before.scalar_one_or_none(), after.scalar_one_or_none()
 
 
 def stored_history(
@@ -155,22 +182,13 @@ def from_summary(
     batch_time = pd.Timestamp(summary["batch_time"]).to_pydatetime() if summary.get("batch_time") else None
     batch_time = as_utc(batch_time) if batch_time is not None else None
     current = result_history_rows(summary["results"], summary["batch_id"], batch_time)
-    history, batches, reference_rows = current.iloc[0:0], [], summary.get("reference_rows")
+    history, adjacent, reference_rows = current.iloc[0:0], (None, None), summary.get("reference_rows")
     if engine is not None:
         history = stored_history(engine, summary["monitor"], summary["batch_id"], batch_time, runs - 1)
-        stored_runs = _run_rows(engine, summary["monitor"])
-        batches = [r["batch_id"] for r in stored_runs]
-        if reference_rows is None:
-            reference_rows = next(
-                (
-                    (r["details"] or {}).get("reference_rows")
-                    for r in stored_runs
-                    if r["batch_id"] == summary["batch_id"]
-                ),
-                None,
-            )
-    if summary["batch_id"] not in batches:
-        batches = [*batches, summary["batch_id"]]
+        run = stored_run(engine, summary["monitor"], summary["batch_id"])
+        adjacent = adjacent_batches(engine, summary["monitor"], run)
+        if reference_rows is None and run is not None:
+            reference_rows = (run["details"] or {}).get("reference_rows")
     return ReportData(
         monitor=summary["monitor"],
         batch_id=summary["batch_id"],
@@ -183,7 +201,7 @@ def from_summary(
         min_severity=min_severity,
         links=dict(links or {}),
         reference_rows=reference_rows,
-        batches=batches,
+        adjacent=adjacent,
     )
 
 
@@ -197,18 +215,12 @@ def from_store(
     links: Mapping[str, str] | None = None,
 ) -> ReportData:
     """Report data of a stored batch (the newest when `batch_id` is None), read back from the history."""
-    stored_runs = _run_rows(engine, monitor)
-    if not stored_runs:
-        raise ReportDataError(f"no stored run for monitor {monitor!r}")
-    if batch_id is None:
-        run = stored_runs[-1]
-    else:
-        run = next((r for r in stored_runs if r["batch_id"] == batch_id), None)
-        if run is None:
-            known = ", ".join(r["batch_id"] for r in stored_runs[-5:])
-            raise ReportDataError(
-                f"no stored run for monitor {monitor!r}, batch {batch_id!r} (latest: {known})"
-            )
+    run = stored_run(engine, monitor, batch_id)
+    if run is None:
+        known = ", ".join(reversed(latest_batches(engine, monitor, 5)))
+        if not known:
+            raise ReportDataError(f"no stored run for monitor {monitor!r}")
+        raise ReportDataError(f"no stored run for monitor {monitor!r}, batch {batch_id!r} (latest: {known})")
     results = [
         {**r, "metrics": _no_placeholder(r["metrics"])}
         for r in latest_results(engine, monitor, run["batch_id"])
@@ -227,7 +239,7 @@ def from_store(
         min_severity=min_severity,
         links=dict(links or {}),
         reference_rows=(run["details"] or {}).get("reference_rows"),
-        batches=[r["batch_id"] for r in stored_runs],
+        adjacent=adjacent_batches(engine, monitor, run),
     )
 
 

@@ -10,11 +10,10 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from driftline.checks.data_summary import DataSummary
+from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.result import format_number
 from driftline.tasks.safe_text import printable
 
-SUMMARY_CHECK = DataSummary.name
 STRIP_WIDTH = 220.0
 STRIP_PAD = 4.0
 BAR_WIDTH = 120.0
@@ -186,7 +185,7 @@ TABLES = {
 def summary_section(results: Iterable[Mapping[str, Any]]) -> str:
     """The HTML of the data-summary section of a run's results (its `data.summary` ones), or "" when
     the run has none. Numbers show the batch's value with the reference's below it."""
-    own = [r for r in results if r.get("check") == SUMMARY_CHECK]
+    own = [r for r in results if r.get("check") == DATA_SUMMARY]
     if not own:
         return ""
     by_kind: dict[str, list[Mapping[str, Any]]] = {}

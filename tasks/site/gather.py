@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
+from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.result import SEVERITIES, severity_rank
 from driftline.tasks.drift_overview import OVERVIEW_CHECK
 from driftline.tasks.history.query import list_runs, read_history
 from driftline.tasks.history.store import ESTIMATE_CHECKS, NO_METRIC, REALISED_CHECK
-from driftline.tasks.report.summary import SUMMARY_CHECK
 
 DRIFT_PREFIX = "drift."
 NOTABLE = "medium"  # counted "at medium or worse": in heat-map cells, and as drifted in the drift share
@@ -140,7 +140,7 @@ def result_rows(history: pd.DataFrame) -> pd.DataFrame:
 def heat_map(history: pd.DataFrame, batches: Sequence[str]) -> HeatMap:
     """The batch × check cells of the history rows of `batches` (the data summary, which describes and
     never judges, has none)."""
-    history = history[history["batch_id"].isin(batches) & (history["check"] != SUMMARY_CHECK)]
+    history = history[history["batch_id"].isin(batches) & (history["check"] != DATA_SUMMARY)]
     results = result_rows(history)
     if results.empty:
         return HeatMap(list(batches), [], {})

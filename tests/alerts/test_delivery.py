@@ -8,15 +8,9 @@ import time
 
 import pytest
 
+from driftline.tasks.alerts.channels.slack import SlackBotSender, SlackWebhookSender
 from driftline.tasks.alerts.config import AlertConfig
-from driftline.tasks.alerts.delivery import (
-    ConsoleSender,
-    DeliveryError,
-    SlackBotSender,
-    SlackWebhookSender,
-    UnavailableSender,
-    build_sender,
-)
+from driftline.tasks.alerts.delivery import ConsoleSender, DeliveryError, UnavailableSender, build_sender
 from tests.alerts.builders import TOKEN
 from tests.alerts.slack_server import WEBHOOK_PATH, Reply, SlackStandIn, closed_port_url
 

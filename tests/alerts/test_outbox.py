@@ -11,7 +11,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts import AlertConfig, AlertReport, flush_outbox, process_alerts
-from driftline.tasks.alerts.delivery import SlackBotSender
+from driftline.tasks.alerts.channels.slack import SlackBotSender
 from driftline.tasks.alerts.outbox import enqueue, purge_sent
 from driftline.tasks.history.models import AlertOutbox, Incident
 from tests.alerts.builders import TOKEN, result

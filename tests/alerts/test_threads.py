@@ -12,7 +12,7 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts import AlertConfig, AlertReport, flush_outbox, process_alerts
-from driftline.tasks.alerts.delivery import SlackBotSender
+from driftline.tasks.alerts.channels.slack import SlackBotSender
 from driftline.tasks.alerts.mutes import active_mutes, list_mutes, mute, unmute
 from driftline.tasks.alerts.outbox import PARENT_PATIENCE
 from driftline.tasks.history.models import AlertMute, AlertOutbox, Incident, IncidentThread, utcnow

@@ -17,8 +17,8 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts import flush_outbox
+from driftline.tasks.alerts.channels.slack import SlackBotSender, SlackWebhookSender
 from driftline.tasks.alerts.config import WEBHOOK_DESTINATION
-from driftline.tasks.alerts.delivery import SlackBotSender, SlackWebhookSender
 from driftline.tasks.alerts.outbox import enqueue
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.models import AlertOutbox, utcnow
@@ -30,7 +30,7 @@ MESSAGE = {"text": "acs: worst severity high, batch b1: drift", "blocks": []}
 FLUSH = (
     "import sys\n"
     "from driftline.tasks.alerts import flush_outbox\n"
-    "from driftline.tasks.alerts.delivery import SlackBotSender\n"
+    "from driftline.tasks.alerts.channels.slack import SlackBotSender\n"
     "from driftline.tasks.history.db import open_store\n"
     "sender = SlackBotSender(token=sys.argv[3], channel='#ml-alerts', base_url=sys.argv[2])\n"
     "flush_outbox(open_store(sys.argv[1]), sender)\n"

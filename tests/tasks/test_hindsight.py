@@ -236,3 +236,20 @@ def test_a_new_reference_starts_the_count_again(labelled_monitor, demo_data: Pat
         reference.assign(**{LABEL: np.where(fitted, reference["prediction"], reference[LABEL])})
     )
     assert warnings_of(run_monitor(spec, ORDER[2])) == []  # one labelled batch since the change
+
+
+def test_a_run_without_estimates_or_realised_performance_reads_no_history(tmp_path: Path, caplog):
+    """Nothing for labels to say: the store is never opened (a URL no store can be opened at would
+    log that the labelled history was not read)."""
+    from datetime import UTC, datetime
+
+    from driftline.checks.result import CheckResult
+    from driftline.tasks.hindsight import hindsight
+
+    unreachable = f"sqlite:///{tmp_path / 'missing' / 'folder' / 'history.db'}"
+    drift = [CheckResult(check="drift.numeric", target="AGEP", metrics={"psi": 0.4})]
+    with caplog.at_level("WARNING", logger="driftline.tasks.hindsight"):
+        assert hindsight(unreachable, "m", ("b1", datetime(2024, 1, 1, tzinfo=UTC), "ref"), drift) == []
+        labelled = [CheckResult(check="performance.overall", target="*", metrics={"auc": 0.8})]
+        assert hindsight(unreachable, "m", ("b1", datetime(2024, 1, 1, tzinfo=UTC), "ref"), labelled) == []
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["labelled history not read"]

@@ -6,61 +6,37 @@ API v2), `teams` (incoming webhook, Adaptive Card), `email` (SMTP) and `webhook`
 console is `alerts.console`. How to add one: docs/alerts.md.
 """
 
-from driftline.tasks.alerts.channels.base import (
-    Channel,
-    ChannelUnavailable,
-    Credentials,
-    DeliveryError,
-    Posted,
-    UnavailableChannel,
-    required_secret,
-    secret_url,
-)
-from driftline.tasks.alerts.channels.console import ConsoleSender
-from driftline.tasks.alerts.channels.email import EmailChannel
-from driftline.tasks.alerts.channels.http_post import post_json, url_secrets
-from driftline.tasks.alerts.channels.pagerduty import PagerDutyChannel
-from driftline.tasks.alerts.channels.registry import (
-    ENTRY_POINT_GROUP,
-    channel_class,
-    channel_kinds,
-    register_channel,
-    unregister_channel,
-)
-from driftline.tasks.alerts.channels.slack import (
-    SlackBotSender,
-    SlackChannel,
-    SlackWebhookSender,
-    slack_sender,
-)
-from driftline.tasks.alerts.channels.teams import TeamsChannel
-from driftline.tasks.alerts.channels.webhook import WebhookChannel
-from driftline.tasks.alerts.config import ChannelConfig
+from driftline.lazy import exports
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "Channel",
-    "ChannelConfig",
-    "ChannelUnavailable",
-    "ConsoleSender",
-    "Credentials",
-    "DeliveryError",
-    "EmailChannel",
-    "PagerDutyChannel",
-    "Posted",
-    "SlackBotSender",
-    "SlackChannel",
-    "SlackWebhookSender",
-    "TeamsChannel",
-    "UnavailableChannel",
-    "WebhookChannel",
-    "channel_class",
-    "channel_kinds",
-    "post_json",
-    "register_channel",
-    "required_secret",
-    "secret_url",
-    "slack_sender",
-    "unregister_channel",
-    "url_secrets",
-]
+# Each name is imported from its module on first use: a monitor that never names Slack never imports
+# slack_sdk.
+_PUBLIC = {
+    "Channel": "driftline.tasks.alerts.channels.base",
+    "channel_class": "driftline.tasks.alerts.channels.registry",
+    "channel_kinds": "driftline.tasks.alerts.channels.registry",
+    "ChannelUnavailable": "driftline.tasks.alerts.channels.base",
+    "ConsoleSender": "driftline.tasks.alerts.channels.console",
+    "Credentials": "driftline.tasks.alerts.channels.base",
+    "DeliveryError": "driftline.tasks.alerts.channels.base",
+    "EmailChannel": "driftline.tasks.alerts.channels.email",
+    "ENTRY_POINT_GROUP": "driftline.tasks.alerts.channels.registry",
+    "PagerDutyChannel": "driftline.tasks.alerts.channels.pagerduty",
+    "post_json": "driftline.tasks.alerts.channels.http_post",
+    "Posted": "driftline.tasks.alerts.channels.base",
+    "register_channel": "driftline.tasks.alerts.channels.registry",
+    "required_secret": "driftline.tasks.alerts.channels.base",
+    "secret_url": "driftline.tasks.alerts.channels.base",
+    "slack_sender": "driftline.tasks.alerts.channels.slack",
+    "SlackBotSender": "driftline.tasks.alerts.channels.slack",
+    "SlackChannel": "driftline.tasks.alerts.channels.slack",
+    "SlackWebhookSender": "driftline.tasks.alerts.channels.slack",
+    "TeamsChannel": "driftline.tasks.alerts.channels.teams",
+    "UnavailableChannel": "driftline.tasks.alerts.channels.base",
+    "unregister_channel": "driftline.tasks.alerts.channels.registry",
+    "url_secrets": "driftline.tasks.alerts.channels.http_post",
+    "WebhookChannel": "driftline.tasks.alerts.channels.webhook",
+    "ChannelConfig": "driftline.tasks.alerts.config",
+}
+
+__all__ = sorted(_PUBLIC)
+__getattr__, __dir__ = exports(__name__, _PUBLIC)

@@ -6,6 +6,7 @@ group (loaded when a spec first names them), as checks are published under `drif
 from __future__ import annotations
 
 import functools
+import importlib
 from importlib.metadata import EntryPoint
 from typing import TypeVar
 
@@ -17,6 +18,12 @@ CONTRACT = (
     "a channel is a driftline.tasks.alerts.channels.Channel subclass with a `kind`, a `config_model` "
     "(a ChannelConfig subclass) and `from_config` (docs/alerts.md)"
 )
+# The built-in kinds and their modules, imported (and so registered) when a spec first names them, so
+# a monitor without Slack never imports slack_sdk.
+BUILT_IN = {
+    kind: f"driftline.tasks.alerts.channels.{kind}"
+    for kind in ("slack", "pagerduty", "teams", "email", "webhook")
+}
 _CHANNELS: dict[str, type[Channel]] = {}
 C = TypeVar("C", bound=type[Channel])
 
@@ -73,15 +80,13 @@ def _published_channel(kind: str) -> type[Channel]:
 
 def channel_kinds() -> list[str]:
     """Every kind a spec may name: registered and published."""
-    import driftline.tasks.alerts.channels  # noqa: F401  (registers the built-in channels)
-
-    return sorted({*_CHANNELS, *published()})
+    return sorted({*BUILT_IN, *_CHANNELS, *published()})
 
 
 def channel_class(kind: str) -> type[Channel]:
     """The channel class of `kind`, or a `ValueError` listing the kinds there are."""
-    import driftline.tasks.alerts.channels  # noqa: F401  (registers the built-in channels)
-
+    if kind not in _CHANNELS and kind in BUILT_IN:
+        importlib.import_module(BUILT_IN[kind])
     if kind in _CHANNELS:
         return _CHANNELS[kind]
     if kind in published():
