@@ -605,6 +605,7 @@ class _LabelDistribution(_DistributionDrift):
     """Drift of the label column: classes for classification, quantile bins for regression."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
+    describes_model: ClassVar[bool] = True
 
     def targets(self, columns: Columns) -> list[str]:
         return [columns.label] if columns.label else []
@@ -691,6 +692,7 @@ class PredictionDrift(_DistributionDrift):
     for multiclass; the prediction column when there is no score, by class if it is not numeric)."""
 
     name: ClassVar[str] = "drift.prediction"
+    describes_model: ClassVar[bool] = True
 
     def targets(self, columns: Columns) -> list[str]:
         if columns.score:
@@ -736,6 +738,7 @@ class PredictedLabelDrift(_DistributionDrift):
     thresholded at `threshold`, or the arg-max of the class scores)."""
 
     name: ClassVar[str] = "drift.predicted_label"
+    describes_model: ClassVar[bool] = True
 
     threshold: float = 0.5
 
