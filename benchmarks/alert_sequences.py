@@ -222,7 +222,8 @@ def clean_section(bench: Bench) -> tuple[Section, dict[str, Tally]]:
         for i, batch in enumerate(batches, 1):
             monitor.run(batch)
             if i % 50 == 0:
-                progress(f"{name}: clean batch {i}/{len(batches)}", bench.started)
+                paging = monitor.tally(slack=False).paging_runs
+                progress(f"{name}: clean batch {i}/{len(batches)}, {paging} paged so far", bench.started)
         t = tallies[name] = monitor.tally()
         rows.append(
             [

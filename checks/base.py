@@ -65,6 +65,11 @@ class Check(ABC):
     # Targets are features (or feature pairs): a feature missing from the data becomes one error
     # result of its own while the runner still evaluates the others.
     per_feature: ClassVar[bool] = False
+    # Judges the model's outputs, labels or performance rather than the input features: its graded
+    # metrics share half of the sustained layer's false-alarm budget among themselves, the features
+    # the other half (`checks.sequential.budget_shares`), so a few model-level metrics are not
+    # drowned by a hundred feature-level ones.
+    describes_model: ClassVar[bool] = False
     # Slow to start (a heavy optional dependency imported when it runs): a run starts it before the
     # others, so it overlaps them instead of finishing last.
     slow_start: ClassVar[bool] = False

@@ -398,10 +398,18 @@ class _DistributionDrift(Mergeable):
         return Comparison(metrics, details, evidence)
 
     def compare_categories(self, summary: CategoryCounts, tally: CategoryTally, target: str) -> Comparison:
-        """PSI over the reference categories plus a pooled bin for unseen ones."""
+        """PSI over the reference categories plus a pooled bin for unseen ones. Its no-change noise is
+        drawn by exchanging rows between the two samples, the bins chosen again from each draw's
+        reference (`checks.binning.category_psi_evidence`, every category a reference row holds keeping
+        its bin): drawn from the pooled shares instead, the reference took rows in the unseen bin it can
+        never hold, and clean batches of a label or prediction with hundreds of classes were graded."""
         self.require_rows(int(tally.counts.sum()), target)
         ref, cur, unseen_names, unseen = summary.align(tally.counts)
-        metrics, evidence = self.psi_of(ref, cur)
+        evidence: dict[str, Evidence] = {}
+        if self.grades("psi"):
+            reference, current, _ = summary.levels(tally.counts)
+            evidence["psi"] = category_psi_evidence(reference, current, 1, self.smoothing)
+        metrics = {"psi": evidence["psi"].estimate if evidence else psi(ref, cur, self.smoothing)}
         names = [*summary.categories, UNSEEN][: len(ref)]
         details = category_details(summary, tally, (names, ref, cur), unseen_names, unseen)
         return Comparison(metrics, details, evidence)
@@ -605,6 +613,7 @@ class _LabelDistribution(_DistributionDrift):
     """Drift of the label column: classes for classification, quantile bins for regression."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
+    describes_model: ClassVar[bool] = True
 
     def targets(self, columns: Columns) -> list[str]:
         return [columns.label] if columns.label else []
@@ -691,6 +700,7 @@ class PredictionDrift(_DistributionDrift):
     for multiclass; the prediction column when there is no score, by class if it is not numeric)."""
 
     name: ClassVar[str] = "drift.prediction"
+    describes_model: ClassVar[bool] = True
 
     def targets(self, columns: Columns) -> list[str]:
         if columns.score:
@@ -736,6 +746,7 @@ class PredictedLabelDrift(_DistributionDrift):
     thresholded at `threshold`, or the arg-max of the class scores)."""
 
     name: ClassVar[str] = "drift.predicted_label"
+    describes_model: ClassVar[bool] = True
 
     threshold: float = 0.5
 

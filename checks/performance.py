@@ -352,6 +352,7 @@ class OverallMetrics(Mergeable):
 
     name: ClassVar[str] = "performance.overall"
     family: ClassVar[str] = "performance"
+    describes_model: ClassVar[bool] = True
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "degradation": Metric(
@@ -573,6 +574,7 @@ class CalibrationComparison(Mergeable):
 
     name: ClassVar[str] = "performance.calibration"
     family: ClassVar[str] = "performance"
+    describes_model: ClassVar[bool] = True
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "calibration_change": Metric(

@@ -343,6 +343,7 @@ class EstimatedRegressionPerformance(Check):
 
     name: ClassVar[str] = "performance.estimated_regression"
     family: ClassVar[str] = "performance"
+    describes_model: ClassVar[bool] = True
     needs: ClassVar[frozenset[str]] = frozenset({"prediction"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "relative_degradation": Metric(

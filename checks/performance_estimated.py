@@ -332,6 +332,7 @@ class EstimatedPerformance(Check):
 
     name: ClassVar[str] = "performance.estimated"
     family: ClassVar[str] = "performance"
+    describes_model: ClassVar[bool] = True
     needs: ClassVar[frozenset[str]] = frozenset({"score"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "degradation": Metric(

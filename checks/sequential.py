@@ -7,8 +7,9 @@ w scores sums to S_w, whose no-change variance is w·φ²·(1 − ρ) + w²·ρ:
 the same reference, so the scores share its sampling error (correlation ρ = n / (n + m)), and real
 batches vary more than sampling noise (overdispersion φ² ≥ 1, estimated from first differences, in
 which the shared term and a slow trend cancel). A window claims a sustained change when
-Z_w = S_w / sd(S_w) reaches the level of the monitor's false-alarm budget and the window's mean
-excess effect is large enough to matter. Pure numpy and scipy: no history store here.
+Z_w = S_w / sd(S_w) reaches the level of its metric's share of the monitor's false-alarm budget (the
+metrics that describe the model share half of it, the features the other half: `budget_shares`) and
+the window's mean excess effect is large enough to matter. Pure numpy and scipy: no history store here.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ MIN_EARLIER_FOR_PHI = 8
 MAD_NORMAL = 1.4826
 # Mean of the Kolmogorov distribution: the no-change mean of a KS distance is this times its scale.
 KOLMOGOROV_MEAN = math.sqrt(math.pi / 2) * math.log(2)
+# The share of the false-alarm budget the metrics that describe the model (its outputs, labels and
+# performance: `Check.describes_model`) split among themselves; the other metrics split the rest.
+MODEL_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -83,11 +87,24 @@ def window_statistic(z: Sequence[float] | np.ndarray, window: int, phi: float, r
     return float(recent.sum() / math.sqrt(window_variance(window, phi, rho)))
 
 
-def sustained_level(expected_run_length: float, tests: int, windows: int = len(WINDOWS)) -> float:
-    """The Z_w a window must reach: Φ⁻¹(1 − α / (tests · windows)) with α = 1 / expected_run_length,
-    so that by the union bound a clean run claims anything with probability at most α."""
+def budget_shares(model: int, other: int) -> tuple[float, float]:
+    """The share of the false-alarm budget of one metric that describes the model and of one other,
+    given how many of each a run grades: the `model` ones split `MODEL_SHARE` equally, the `other`
+    ones the rest; when either kind is absent the other takes the whole budget. The shares sum to 1
+    over the run's metrics and are fixed before any data is seen, so the union bound holds as with
+    equal shares (a weighted Bonferroni)."""
+    if model == 0 or other == 0:
+        equal = 1.0 / max(model + other, 1)
+        return equal, equal
+    return MODEL_SHARE / model, (1.0 - MODEL_SHARE) / other
+
+
+def sustained_level(expected_run_length: float, share: float, windows: int = len(WINDOWS)) -> float:
+    """The Z_w a window of a metric must reach: Φ⁻¹(1 − α · share / windows) with α = 1 /
+    expected_run_length and `share` the metric's share of it (`budget_shares`), so that by the union
+    bound a clean run claims anything with probability at most α."""
     alpha = 1.0 / expected_run_length
-    return float(-special.ndtri(alpha / (max(tests, 1) * windows)))
+    return float(-special.ndtri(alpha * share / windows))
 
 
 def no_change_mean(evidence: Evidence) -> float:

@@ -27,6 +27,7 @@ from driftline.checks.result import CheckResult, format_number, worst_severity
 from driftline.checks.sequential import (
     WINDOWS,
     Claim,
+    budget_shares,
     excess,
     scores,
     shared_correlation,
@@ -91,6 +92,13 @@ def is_audit(check: str, metric: str) -> bool:
     except CheckInputError:
         return False
     return bool(declared is not None and declared.audit)
+
+
+@cache
+def describes_model(check: str) -> bool:
+    """True when the check declares that it judges the model (outputs, labels, performance)."""
+    known = registry.known(check)
+    return bool(known is not None and known.describes_model)
 
 
 def accumulating(results: Iterable[CheckResult]) -> list[Graded]:
@@ -191,21 +199,32 @@ def same_reference(rows: list[Any], reference_hash: str) -> list[Earlier]:
 
 @dataclass(frozen=True)
 class Budget:
-    """The sustained layer's level for one run: the configuration, the graded metrics it is split
-    over, the Z_w every window must reach, and ρ of this batch against the reference."""
+    """The sustained layer's levels for one run: the configuration, how many graded metrics the budget
+    is split over (and how many of them describe the model), the Z a window of a model-level and of
+    another metric must reach, and ρ of this batch against the reference."""
 
     config: SustainedConfig
     tests: int
-    level: float
+    model_tests: int
+    levels: tuple[float, float]
     rho: float
 
     @classmethod
     def of(
         cls, config: SustainedConfig, results: list[CheckResult], rows: int, reference_rows: int
     ) -> Budget:
+        model = sum(graded_metrics(r) for r in results if describes_model(r.check))
         tests = sum(graded_metrics(r) for r in results)
-        level = sustained_level(config.expected_run_length, tests)
-        return cls(config, tests, level, shared_correlation(rows, reference_rows))
+        shares = budget_shares(model, tests - model)
+        levels = (
+            sustained_level(config.expected_run_length, shares[0]),
+            sustained_level(config.expected_run_length, shares[1]),
+        )
+        return cls(config, tests, model, levels, shared_correlation(rows, reference_rows))
+
+    def level(self, check: str) -> float:
+        """The Z a window of the check's metrics must reach."""
+        return self.levels[0] if describes_model(check) else self.levels[1]
 
 
 def claim_for(graded: Graded, earlier: list[Earlier], batch_id: str, budget: Budget) -> dict[str, Any] | None:
@@ -222,7 +241,7 @@ def claim_for(graded: Graded, earlier: list[Earlier], batch_id: str, budget: Bud
         scores(p),
         np.asarray(effects, dtype=float),
         rho=budget.rho,
-        level=budget.level,
+        level=budget.level(graded.result.check),
         min_excess=budget.config.min_effect * lowest,
     )
     return None if claim is None else record(graded.metric, claim, ids[-claim.window :])
@@ -247,13 +266,20 @@ def sentence(result: CheckResult, sustained: Mapping[str, Any], budget: Budget, 
     """The claim in words, appended to the result's reason."""
     subject = result.check if result.target == "*" else result.target
     side = "above" if higher_is_worse else "below"
-    metrics = f"{budget.tests} metric{'' if budget.tests == 1 else 's'}"
     return (
         f"over the last {sustained['window']} batches, {sustained['metric']} of {subject} stayed {side} "
         f"its reference level (mean excess {format_number(sustained['mean_excess'])}, "
         f"z {sustained['z']:.1f} ≥ {sustained['level']:.1f} for 1 false page per "
-        f"{budget.config.expected_run_length:g} runs over {metrics} × {len(WINDOWS)} windows)"
+        f"{budget.config.expected_run_length:g} runs over {budget_words(budget)} × {len(WINDOWS)} windows)"
     )
+
+
+def budget_words(budget: Budget) -> str:
+    """How the budget is split, in words: `26 metrics`, or `26 metrics (half to the model's 5)`."""
+    words = f"{budget.tests} metric{'' if budget.tests == 1 else 's'}"
+    if 0 < budget.model_tests < budget.tests:
+        words += f" (half to the model's {budget.model_tests})"
+    return words
 
 
 def apply_claims(graded: list[Graded], earlier: list[Earlier], batch_id: str, budget: Budget) -> int:

@@ -58,23 +58,40 @@ def test_the_shared_reference_variance_matches_a_simulation() -> None:
         assert sums.var() == pytest.approx(sq.window_variance(window, 1.0, rho), rel=0.05)
 
 
-def false_claim_rate(rng: np.random.Generator, runs: int, targets: int, rho: float, level: float) -> float:
-    """Share of clean runs (16 earlier batches and this one per target) in which any target claims."""
+def false_claim_rate(rng: np.random.Generator, runs: int, levels: list[float], rho: float) -> float:
+    """Share of clean runs (16 earlier batches and this one per target, target i held to `levels[i]`)
+    in which any target claims."""
     fired = 0
     for _ in range(runs):
-        z = simulated_scores(rng, targets, 17)
-        fired += any(sq.strongest_claim(row, np.zeros(17), rho=rho, level=level, min_excess=0.0) for row in z)
+        z = simulated_scores(rng, len(levels), 17)
+        fired += any(
+            sq.strongest_claim(row, np.zeros(17), rho=rho, level=level, min_excess=0.0)
+            for row, level in zip(z, levels, strict=True)
+        )
     return fired / runs
 
 
 def test_clean_runs_stay_within_the_false_claim_budget() -> None:
-    """Per-run budget 0.01 over 20 targets × 4 windows: at most 1.5% of 2,000 clean runs claim a
-    change (the union bound allows 1%); ignoring the shared reference (ρ = 0) breaks it."""
-    level = sq.sustained_level(100, 20)
-    assert level == pytest.approx(stats.norm.isf(0.01 / 80))
+    """Per-run budget 0.01 over 20 targets × 4 windows, split as a run splits it: 4 targets that
+    describe the model share half (0.0125 each), 16 features the other half (0.03125 each, where an
+    equal split gives everyone 0.05). At most 1.5% of 3,000 clean runs claim a change (the union
+    bound allows 1%); ignoring the shared reference (ρ = 0) breaks it."""
+    model_share, feature_share = sq.budget_shares(4, 16)
+    assert (model_share, feature_share) == pytest.approx((0.5 / 4, 0.5 / 16))
+    assert 4 * model_share + 16 * feature_share == pytest.approx(1.0)
+    levels = [sq.sustained_level(100, model_share)] * 4 + [sq.sustained_level(100, feature_share)] * 16
+    assert levels[0] == pytest.approx(stats.norm.isf(0.01 * 0.5 / 4 / 4))
+    assert levels[-1] == pytest.approx(stats.norm.isf(0.01 * 0.5 / 16 / 4))
     rng = np.random.default_rng(11)
-    assert false_claim_rate(rng, 2000, 20, sq.shared_correlation(N, M), level) <= 0.015
-    assert false_claim_rate(rng, 200, 20, 0.0, level) > 0.1
+    rho = sq.shared_correlation(N, M)
+    assert false_claim_rate(rng, 3000, levels, rho) <= 0.015
+    assert false_claim_rate(rng, 200, levels, 0.0) > 0.1
+
+
+def test_one_kind_of_metric_alone_takes_the_whole_budget() -> None:
+    assert sq.budget_shares(0, 20) == (0.05, 0.05)
+    assert sq.budget_shares(5, 0) == (0.2, 0.2)
+    assert sq.budget_shares(0, 0) == (1.0, 1.0)
 
 
 def test_overdispersion_recovers_the_extra_batch_variation() -> None:
@@ -103,30 +120,41 @@ def test_fewer_than_eight_earlier_scores_keep_phi_at_one() -> None:
 
 
 def test_a_linear_ramp_is_claimed_earlier_than_the_per_batch_grade_reaches_low() -> None:
-    """A mean growing by 0.007 SD a batch (thresholds 0.05, 0.1, 0.15): with 30 graded metrics at
-    confidence 0.99, one batch first reaches `low` around batch 21 (and pages, at `medium`, after
-    30); the sustained layer at 1 false page per 1,000 runs claims it around batch 14."""
+    """A mean growing by 0.007 SD a batch (thresholds 0.05, 0.1, 0.15), one of 30 graded metrics:
+    at confidence 0.99 one batch first reaches `low` around batch 21 (and pages, at `medium`, after
+    30); the sustained layer at 1 false page per 1,000 runs claims it around batch 15 with an equal
+    share of the budget, and a batch earlier in median (earlier in about half the sequences, never
+    later) as one of 5 metrics that describe the model, which share half of it."""
     rng = np.random.default_rng(21)
     rho, thresholds = sq.shared_correlation(N, M), (0.05, 0.1, 0.15)
-    level, per_batch = sq.sustained_level(1000, 30), per_test_confidence(0.99, 30)
+    levels = {
+        "equal": sq.sustained_level(1000, 1 / 30),
+        "model": sq.sustained_level(1000, sq.budget_shares(5, 25)[0]),
+    }
+    per_batch = per_test_confidence(0.99, 30)
     drift = 0.007 * np.arange(1, 41)
-    sustained, graded = [], []
-    for _ in range(200):
+    sustained: dict[str, list[int]] = {name: [] for name in levels}
+    graded = []
+    for _ in range(300):
         reference = rng.normal(0, math.sqrt(1 / M))
         change = rng.normal(drift, math.sqrt(1 / N)) - reference
         z = sq.scores(stats.norm.sf(change / SE))
-        claims = (
-            sq.strongest_claim(z[: t + 1], change[: t + 1], rho=rho, level=level, min_excess=0.25 * 0.05)
-            for t in range(40)
-        )
-        sustained.append(next((t + 1 for t, c in enumerate(claims) if c is not None), 99))
+        for name, level in levels.items():
+            claims = (
+                sq.strongest_claim(z[: t + 1], change[: t + 1], rho=rho, level=level, min_excess=0.25 * 0.05)
+                for t in range(40)
+            )
+            sustained[name].append(next((t + 1 for t, c in enumerate(claims) if c is not None), 99))
         bounds = [normal(c, SE).bound(per_batch) for c in change]
         graded.append(
             next((t + 1 for t, b in enumerate(bounds) if severity_for(b, thresholds) != "none"), 99)
         )
-    assert 12 <= np.median(sustained) <= 16
+    equal, model = np.array(sustained["equal"]), np.array(sustained["model"])
     assert 19 <= np.median(graded) <= 23
-    assert np.mean(np.array(sustained) < np.array(graded)) > 0.9
+    assert 14 <= np.median(equal) <= 16
+    assert np.median(model) <= np.median(equal) - 1
+    assert np.all(model <= equal) and np.mean(model < equal) > 0.4
+    assert np.mean(model < np.array(graded)) > 0.9
 
 
 def test_the_effect_gate_holds_back_a_tiny_but_certain_change() -> None:

@@ -171,3 +171,19 @@ def test_the_documented_configuration_is_the_default_and_loads() -> None:
     assert config.sustained == AlertConfig().sustained == SustainedConfig()
     with pytest.raises(ValueError, match="expected_run_length"):
         AlertConfig(sustained={"expected_run_length": 1})
+
+
+def test_the_budget_gives_the_model_level_metrics_half_of_it() -> None:
+    """One model-level metric (drift.label) and three feature-level ones: the first fires at
+    Φ⁻¹(1 − 0.001 · 0.5 / 4), each feature at Φ⁻¹(1 − 0.001 · 0.5 / 3 / 4); the sentence says so."""
+    from driftline.tasks.history.accumulation import Budget, budget_words
+
+    results = [graded(0.01)] + [graded(0.01, check="drift.numeric", target=f"x{i}") for i in range(3)]
+    budget = Budget.of(SustainedConfig(), results, rows=1000, reference_rows=6000)
+    assert (budget.tests, budget.model_tests) == (4, 1)
+    assert budget.level("drift.label") == pytest.approx(stats.norm.isf(0.001 * 0.5 / 4))
+    assert budget.level("drift.numeric") == pytest.approx(stats.norm.isf(0.001 * 0.5 / 3 / 4))
+    assert budget_words(budget) == "4 metrics (half to the model's 1)"
+    alone = Budget.of(SustainedConfig(), results[1:], rows=1000, reference_rows=6000)
+    assert alone.level("drift.numeric") == pytest.approx(stats.norm.isf(0.001 / 3 / 4))
+    assert budget_words(alone) == "3 metrics"
