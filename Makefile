@@ -10,6 +10,8 @@ PREFECT ?= 3.8.*
 PREFECT_NEXT ?= 3.9.*
 NEXT_VENV ?= .venv-prefect-next
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+# Material for MkDocs prints a notice about MkDocs 2 on every build; the docs build is pinned below it.
+export NO_MKDOCS_2_WARNING ?= 1
 # The demo's engine: prefect (Prefect flow runs; the local engine, with one line saying why, when no Prefect
 # server can start) or local (no Prefect at all): `make demo ENGINE=local`.
 ENGINE ?= prefect
