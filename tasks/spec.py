@@ -101,10 +101,19 @@ class Source(Strict):
 class CheckSpec(Strict):
     """One catalog check with its parameters and threshold overrides."""
 
-    check: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    thresholds: dict[str, list[float] | float] = Field(default_factory=dict)
-    features: list[str] | None = None
+    check: str = Field(
+        description="a catalog name (`drift.numeric`), `module:Class`, or a published check's name"
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="the check's parameters (`driftline checks`)"
+    )
+    thresholds: dict[str, list[float] | float] = Field(
+        default_factory=dict,
+        description="metric: low/medium/high thresholds (three, two or one) replacing the defaults",
+    )
+    features: list[str] | None = Field(
+        None, description="only these features; default: every feature of its kind"
+    )
     timeout_s: float | None = Field(None, gt=0, description="overrides `execution.timeout_s` for this check")
 
     def check_params(self) -> dict[str, Any]:
@@ -129,7 +138,7 @@ class RetrainSpec(Strict):
     or webhook (any engine), or, under Prefect, a deployment run or the `driftline.monitor.failed`
     event for an automation."""
 
-    min_severity: Severity = "high"
+    min_severity: Severity = Field("high", description="the severity a result must reach to start retraining")
     on: list[str] | None = Field(
         None,
         description=(
@@ -147,10 +156,14 @@ class RetrainSpec(Strict):
     command: list[str] | None = Field(
         None, description="argv run with the failure as JSON on stdin and DRIFTLINE_* variables"
     )
-    webhook_url: CallableUrl | None = None
-    webhook_url_env: str | None = None
+    webhook_url: CallableUrl | None = Field(
+        None, description="POST the failure as JSON here (with an `Idempotency-Key` header)"
+    )
+    webhook_url_env: str | None = Field(None, description="environment variable holding `webhook_url`")
     deployment: str | None = Field(None, description="Prefect engine: `flow-name/deployment-name`")
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameters: dict[str, Any] = Field(
+        default_factory=dict, description="Prefect engine: the deployment's parameters"
+    )
     emit_event: bool | None = Field(
         None, description="Prefect engine: emit `driftline.monitor.failed`; default: when nothing else is set"
     )
@@ -179,8 +192,8 @@ class RetrainSpec(Strict):
 class ScheduleSpec(Strict):
     """When `driftline serve` (or a deployment) runs the monitor."""
 
-    cron: str = "0 6 * * *"
-    timezone: str = "UTC"
+    cron: str = Field("0 6 * * *", description="five-field cron expression")
+    timezone: str = Field("UTC", description="IANA time zone the cron is read in")
 
     @field_validator("cron")
     @classmethod
@@ -236,25 +249,46 @@ class MonitorSpec(Strict):
 
     # The name keys folders (`.driftline/reports/<name>/`): it needs a character other than a dot, so
     # "." and ".." cannot leave them.
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-    description: str = ""
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$",
+        description="the monitor's name: keys its history, incidents and report folders",
+    )
+    description: str = Field("", description="free text shown with the monitor")
     reference: Source
     batches: Source
     labels: Source | None = Field(
         None, description="labels that land after their batch: a `{batch}` file template or SQL, keyed by id"
     )
-    columns: dict[str, Any] = Field(default_factory=dict)
+    columns: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "column roles (id, label, prediction, score, time, numeric, categorical, text, protected, "
+            "ignore); roles not given are inferred"
+        ),
+    )
     model: str | None = Field(None, description="`package.module:callable` returning a fitted estimator")
-    checks: list[CheckSpec]
+    checks: list[CheckSpec] = Field(description="the checks to run: a name, or a mapping with `check:`")
     summary: bool = Field(
         True, description="a data summary of every column (data.summary) with each run; false leaves it out"
     )
-    fail_on: Severity = "high"
-    alerts: AlertConfig = Field(default_factory=AlertConfig)
-    retrain: RetrainSpec | None = None
-    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
-    execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
-    store_url: str | None = None
+    fail_on: Severity = Field("high", description="`driftline run` exits 1 (a failed run) at this severity")
+    alerts: AlertConfig = Field(default_factory=AlertConfig, description="incidents and where alerts go")
+    retrain: RetrainSpec | None = Field(
+        None, description="what to start when the model fails; default: nothing"
+    )
+    schedule: ScheduleSpec = Field(
+        default_factory=ScheduleSpec, description="when a deployment runs the monitor"
+    )
+    execution: ExecutionSpec = Field(
+        default_factory=ExecutionSpec, description="isolation, workers and limits"
+    )
+    store_url: str | None = Field(
+        None,
+        description=(
+            "history database (SQLAlchemy URL); default: $DRIFTLINE_DATABASE_URL, "
+            "else driftline.db beside the spec"
+        ),
+    )
     base_dir: Path = Field(Path("."), exclude=True)
     path: Path | None = Field(None, exclude=True, description="the spec file, when loaded from one")
 

@@ -1,5 +1,5 @@
 """The demo tells its story with the shipped scores: the plain 2016 batch passes, the aged 2018-12
-batch fails on drift and on the model's performance, with the F1 and AUC the README's table gives,
+batch fails on drift and on the model's performance, with the F1 and AUC the table of docs/spec.md gives,
 computed here by scikit-learn from the files."""
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ def test_the_plain_batch_passes_and_the_aged_one_fails_on_drift_and_performance(
 
 
 @pytest.mark.parametrize(("batch", "f1", "auc"), [("2016-06", 0.8277, 0.8932), ("2018-12", 0.7359, 0.8608)])
-def test_f1_and_auc_are_scikit_learns_on_the_files_and_the_readmes(
+def test_f1_and_auc_are_scikit_learns_on_the_files_and_the_docs(
     verdicts: dict, demo_data: Path, batch: str, f1: float, auc: float
 ) -> None:
-    """The reported current values equal scikit-learn's on the batch file, and the README's table."""
+    """The reported current values equal scikit-learn's on the batch file, and docs/spec.md's table."""
     frame = pd.read_parquet(demo_data.parent / "data" / "batches" / f"{batch}.parquet")
     expected = {
         "f1": f1_score(frame["employed"], frame["prediction"]),

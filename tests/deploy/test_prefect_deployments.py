@@ -1,4 +1,4 @@
-"""Deploying as the README says, against a real local Prefect server: `prefect deploy` of
+"""Deploying as docs/deploying.md says, against a real local Prefect server: `prefect deploy` of
 deployments/prefect.yaml, a process worker, a monitor run that fails and retrains through the event
 trigger; and `driftline serve` on a one-minute cron, whose scheduled run must execute and store."""
 
