@@ -652,6 +652,7 @@ class _FairnessCheck(Check):
     confidence bound of the change against the reference (or of the level, `compare_to: none`)."""
 
     family: ClassVar[str] = "fairness"
+    role: ClassVar[str] = "fairness"
     needs: ClassVar[frozenset[str]] = frozenset({"protected", "label"})
     uses_label: ClassVar[bool] = True
     uses_prediction: ClassVar[bool] = True

@@ -343,6 +343,8 @@ class EstimatedRegressionPerformance(Check):
 
     name: ClassVar[str] = "performance.estimated_regression"
     family: ClassVar[str] = "performance"
+    role: ClassVar[str] = "estimate"
+    estimates: ClassVar[str | None] = "performance.overall"
     needs: ClassVar[frozenset[str]] = frozenset({"prediction"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "relative_degradation": Metric(

@@ -332,6 +332,8 @@ class EstimatedPerformance(Check):
 
     name: ClassVar[str] = "performance.estimated"
     family: ClassVar[str] = "performance"
+    role: ClassVar[str] = "estimate"
+    estimates: ClassVar[str | None] = "performance.overall"
     needs: ClassVar[frozenset[str]] = frozenset({"score"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "degradation": Metric(
