@@ -37,6 +37,8 @@ ROLES: Mapping[str, str] = {
 }
 # Roles that judge the model itself rather than one input: ranked before the features.
 MODEL_ROLES = frozenset({"output_drift", "label_drift", "performance", "estimate", "fairness"})
+# Roles of drift checks: the site's drift share counts their graded results.
+DRIFT_ROLES = frozenset({"feature_drift", "output_drift", "label_drift"})
 # Roles whose failure is the model's own: by default only these start retraining (`retrain.on`).
 RETRAIN_ROLES = frozenset({"performance", "estimate"})
 # Fault signatures a check's evidence carries (`Check.signature`), read by `tasks.diagnosis`: a column

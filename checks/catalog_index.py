@@ -5,6 +5,10 @@ drift.numeric` never pays for scikit-learn's trees. A test compares this table w
 modules actually register, so it cannot fall out of date.
 """
 
+# The catalog's realised performance (labels against predictions): what its estimates estimate, and what
+# the reference's in-sample test reads.
+REALISED_PERFORMANCE = "performance.overall"
+
 CATALOG: dict[str, str] = {
     "abnormal.capitalization": "driftline.checks.abnormal_strings",
     "abnormal.empty_string": "driftline.checks.abnormal_strings",

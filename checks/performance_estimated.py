@@ -22,6 +22,7 @@ import pandas as pd
 
 from driftline.checks._attribution_kernels import binary_auc
 from driftline.checks.base import Check, Metric
+from driftline.checks.catalog_index import REALISED_PERFORMANCE
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.estimated_noise import (
@@ -333,7 +334,7 @@ class EstimatedPerformance(Check):
     name: ClassVar[str] = "performance.estimated"
     family: ClassVar[str] = "performance"
     role: ClassVar[str] = "estimate"
-    estimates: ClassVar[str | None] = "performance.overall"
+    estimates: ClassVar[str | None] = REALISED_PERFORMANCE
     needs: ClassVar[frozenset[str]] = frozenset({"score"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "degradation": Metric(
