@@ -5,59 +5,27 @@ against that value once labels measure it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, ClassVar
 
-import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
-from driftline.checks import Check, CheckResult, Columns, registry
-from driftline.checks.base import Metric
+from driftline.checks import CheckResult
 from driftline.tasks.estimate_checks import assess_estimates
 from driftline.tasks.history.query import latest_results, read_history
 from driftline.tasks.history.store import record_late_results, record_run
 from driftline.tasks.site.gather import performance_series
+from tests.declared_checks import declared, registered
 
 BATCH_TIME = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
-@dataclass(kw_only=True)
-class EstimatedMargin(Check):
-    """A label-free estimate of accuracy, declared as an estimate of `performance.overall`."""
-
-    name: ClassVar[str] = "business.estimated_margin"
-    family: ClassVar[str] = "business"
-    role: ClassVar[str] = "estimate"
-    estimates: ClassVar[str | None] = "performance.overall"
-    declared_metrics: ClassVar[dict[str, Metric]] = {"degradation": Metric((0.02, 0.05, 0.1))}
-
-    def fit(self, reference: pd.DataFrame, columns: Columns) -> Any:
-        return None
-
-    def evaluate(self, current: pd.DataFrame, profile: Any, columns: Columns) -> list[CheckResult]:
-        return []
-
-
-@dataclass(kw_only=True)
-class UndeclaredMargin(EstimatedMargin):
-    """The same numbers from a check that declares nothing: not an estimate."""
-
-    name: ClassVar[str] = "business.undeclared_margin"
-    role: ClassVar[str] = "other"
-    estimates: ClassVar[str | None] = None
-
-
 @pytest.fixture(autouse=True)
-def registered() -> Iterator[None]:
-    """The two classes registered as a spec would register them, and taken out again."""
-    classes = (EstimatedMargin, UndeclaredMargin)
-    for cls in classes:
-        registry.register(cls)
-    yield
-    for cls in classes:
-        registry._REGISTRY.pop(cls.name, None)
+def two_checks() -> Iterator[None]:
+    """A custom estimate of `performance.overall`, and a check with the same numbers declaring nothing."""
+    estimate = declared("business.estimated_margin", "estimate", estimates="performance.overall")
+    with registered(estimate, declared("business.undeclared_margin")):
+        yield
 
 
 def estimate(check: str, value: float, lower: float, upper: float) -> CheckResult:

@@ -5,51 +5,21 @@ declaring nothing is ranked as a feature."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-import pandas as pd
 import pytest
 
-from driftline.checks import Check, CheckResult, Columns, registry
-from driftline.checks.base import Metric
+from driftline.checks import registry
 from driftline.checks.catalog_index import CATALOG
 from driftline.tasks.ranking import model_level, ranked
-
-
-@dataclass(kw_only=True)
-class ScoreShift(Check):
-    """Shift of the model's scores against the reference's, declared as output drift."""
-
-    name: ClassVar[str] = "business.score_shift"
-    family: ClassVar[str] = "business"
-    role: ClassVar[str] = "output_drift"
-    declared_metrics: ClassVar[dict[str, Metric]] = {"shift": Metric((0.1, 0.2, 0.3))}
-
-    def fit(self, reference: pd.DataFrame, columns: Columns) -> Any:
-        return None
-
-    def evaluate(self, current: pd.DataFrame, profile: Any, columns: Columns) -> list[CheckResult]:
-        return []
-
-
-@dataclass(kw_only=True)
-class UndeclaredShift(ScoreShift):
-    """The same check declaring no role."""
-
-    name: ClassVar[str] = "business.undeclared_shift"
-    role: ClassVar[str] = "other"
+from tests.declared_checks import declared, registered
 
 
 @pytest.fixture(autouse=True)
-def registered() -> Iterator[None]:
-    """The two classes registered as a spec would register them, and taken out again."""
-    classes = (ScoreShift, UndeclaredShift)
-    for cls in classes:
-        registry.register(cls)
-    yield
-    for cls in classes:
-        registry._REGISTRY.pop(cls.name, None)
+def two_checks() -> Iterator[None]:
+    """A custom check declared as output drift, and the same check declaring no role."""
+    with registered(declared("business.score_shift", "output_drift"), declared("business.undeclared_shift")):
+        yield
 
 
 def high(check: str, target: str, share: float | None = None) -> dict[str, Any]:
@@ -71,26 +41,17 @@ def test_a_custom_output_drift_check_is_ranked_with_the_model_outputs() -> None:
 
 def test_a_role_outside_the_declared_ones_is_refused_naming_it() -> None:
     with pytest.raises(TypeError, match="role 'output' is not one of"):
-
-        @dataclass(kw_only=True)
-        class Misdeclared(ScoreShift):
-            role: ClassVar[str] = "output"
+        declared("business.misdeclared", "output")
 
 
 def test_an_estimate_names_what_it_estimates() -> None:
     with pytest.raises(TypeError, match="names the check it `estimates`"):
-
-        @dataclass(kw_only=True)
-        class Unanchored(ScoreShift):
-            role: ClassVar[str] = "estimate"
+        declared("business.unanchored", "estimate")
 
 
 def test_thresholds_declared_outside_declared_metrics_are_refused() -> None:
     with pytest.raises(TypeError, match="declare metrics in `declared_metrics`, not default_thresholds"):
-
-        @dataclass(kw_only=True)
-        class OldStyle(ScoreShift):
-            default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"shift": (0.1,)}
+        type("OldStyle", (declared("business.old_style"),), {"default_thresholds": {"shift": (0.1,)}})
 
 
 def test_every_catalog_check_declares_a_role() -> None:
