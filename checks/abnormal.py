@@ -36,7 +36,7 @@ FAILING_SHARE = "failing_share"
 FAILING_RATE_INCREASE = "failing_rate_increase"
 IMPACT = "model_impact"
 # Presence and impact thresholds of the checks graded on presence (two values: medium, high).
-DEFAULT_THRESHOLDS: dict[str, tuple[float, ...]] = {FAILING_SHARE: (0.01, 0.05), IMPACT: (0.05, 0.1)}
+DEFAULT_METRICS: dict[str, Metric] = {FAILING_SHARE: Metric((0.01, 0.05)), IMPACT: Metric((0.05, 0.1))}
 # Thresholds of a rate's increase over a clean batch's rate (low, medium, high), in rate units.
 RATE_THRESHOLDS = (0.001, 0.01, 0.05)
 RATE_UNCERTAINTY = (
@@ -99,10 +99,11 @@ class AbnormalCheck(Mergeable):
     """
 
     family: ClassVar[str] = "abnormal"
+    role: ClassVar[str] = "data_quality"
     per_feature: ClassVar[bool] = True
     # Whether the flags report only what merges (`Flags.counts`, `Flags.summary`), so partitions merge.
     counts_only: ClassVar[bool] = False
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = DEFAULT_THRESHOLDS
+    declared_metrics: ClassVar[dict[str, Metric]] = DEFAULT_METRICS
     # Feature kind the default `fit` iterates over ("numeric", "categorical" or "features").
     kind: ClassVar[str] = "categorical"
 
@@ -454,6 +455,7 @@ class NullRate(RateCheck):
     """
 
     name: ClassVar[str] = "abnormal.nulls"
+    signature: ClassVar[str | None] = "nulls"
     needs: ClassVar[frozenset[str]] = frozenset({"features"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         f"{kind}_rate_increase": rate_metric(f"the reference's {kind} rate") for kind in ("null", "inf")

@@ -212,6 +212,7 @@ class UnseenCategorical(_UnseenValues):
     """Unseen categorical values: batch values of a categorical feature that the reference never had."""
 
     name: ClassVar[str] = "abnormal.unseen_categorical"
+    signature: ClassVar[str | None] = "unseen"
 
 
 def matches_pattern(vocabulary: pd.Index, pattern: str, sample_size: int, min_share: float) -> bool:

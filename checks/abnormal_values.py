@@ -260,6 +260,7 @@ class OutOfRange(_RangeCheck):
     """
 
     name: ClassVar[str] = "abnormal.out_of_range"
+    signature: ClassVar[str | None] = "range"
     needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
     summarised: ClassVar[bool] = True
     declared_metrics: ClassVar[dict[str, Metric]] = {

@@ -103,6 +103,7 @@ class _SlicingCheck(Check):
     """Shared parameters and output of the checks that slice attributions with an honest tree."""
 
     family: ClassVar[str] = "attribution"
+    role: ClassVar[str] = "attribution"
     needs: ClassVar[frozenset[str]] = frozenset({"label", "score", "features"})
 
     split_fraction: float = TreeSettings.split_fraction
@@ -221,6 +222,7 @@ class AttributionAUC(_SlicingCheck):
     """
 
     name: ClassVar[str] = "attribution.auc"
+    subject: ClassVar[str | None] = "mean attribution"
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "change": Metric(
             (-0.02, -0.04, -0.08),
@@ -368,6 +370,7 @@ class AttributionPairs(Check):
 
     name: ClassVar[str] = "attribution.pairs"
     family: ClassVar[str] = "attribution"
+    role: ClassVar[str] = "attribution"
     needs: ClassVar[frozenset[str]] = frozenset({"label", "score", "features"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "headroom_change": Metric(

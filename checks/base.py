@@ -19,6 +19,41 @@ from driftline.checks.result import CheckResult, severity_for, worst_severity
 # their baselines, calibration curves, and the attribution's slice tree and pair cross matrix.
 FIGURES = ("distribution", "subsets", "calibration", "tree", "matrix")
 
+# What a check's results are about (`Check.role`): ranking, retraining, the comparison line, the
+# history store and the site read this, never check names.
+ROLES: Mapping[str, str] = {
+    "feature_drift": "a shift of the input features or of their relations",
+    "output_drift": "a shift of what the model outputs (its predictions or scores)",
+    "label_drift": "a shift of the label",
+    "performance": "the model's performance, measured against labels",
+    "estimate": "the model's performance estimated without labels (`estimates` names the realised check)",
+    "fairness": "a gap between protected groups",
+    "subset": "a subset's performance against the whole batch or the reference",
+    "attribution": "the slices that explain the model's errors",
+    "data_quality": "abnormal, missing or invalid input values, the schema, expectations",
+    "behaviour": "the model's answers to tests of its behaviour (perturbed inputs, test suites)",
+    "summary": "a description of the data, never graded",
+    "other": "not declared: ranked and alerted as an input-level check",
+}
+# Roles that judge the model itself rather than one input: ranked before the features.
+MODEL_ROLES = frozenset({"output_drift", "label_drift", "performance", "estimate", "fairness"})
+# Roles of drift checks: the site's drift share counts their graded results.
+DRIFT_ROLES = frozenset({"feature_drift", "output_drift", "label_drift"})
+# Roles whose failure is the model's own: by default only these start retraining (`retrain.on`).
+RETRAIN_ROLES = frozenset({"performance", "estimate"})
+# Fault signatures a check's evidence carries (`Check.signature`), read by `tasks.diagnosis`: a column
+# gone null, a batch outside the reference range (unit change, sign flip), new categories.
+SIGNATURES = ("nulls", "range", "unseen")
+# (batch metric, reference metric, batch label): the levels a result reports beside its change, the
+# first pair present shown (`Check.level_pairs`).
+LEVEL_PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("estimated", "estimated_reference", "estimate"),
+    ("current", "reference", "batch"),
+    ("calibration_error", "reference_calibration_error", "batch"),
+    ("reconstruction_error", "reference_error", "batch"),
+    ("mean_attribution", "reference_mean_attribution", "batch"),
+)
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -26,7 +61,8 @@ class Metric:
     `change` says how its change against the reference is measured, `uncertainty` how its confidence
     bound is computed (see `checks.evidence`), `figure` which picture the report draws for a result
     carrying it (None: none). A metric without thresholds is reported, not graded: it is declared for
-    its direction. An `audit` grades a level of the batch alone, not a change against the reference,
+    its direction. A `divergence` (PSI, Jensen–Shannon) compares two distributions and
+    has no sign. An `audit` grades a level of the batch alone, not a change against the reference,
     so its evidence does not accumulate over batches (`checks.sequential`)."""
 
     thresholds: tuple[float, ...]
@@ -35,6 +71,7 @@ class Metric:
     uncertainty: str = "none: graded on its value"
     figure: str | None = None
     audit: bool = False
+    divergence: bool = False  # a divergence between two distributions: never negative, shown unsigned
 
     def __post_init__(self) -> None:
         if self.figure is not None and self.figure not in FIGURES:
@@ -54,22 +91,27 @@ class Check(ABC):
 
     name: ClassVar[str]
     family: ClassVar[str]
+    # What its results are about, one of `ROLES`: model-level roles rank before the features.
+    role: ClassVar[str] = "other"
+    # For an `estimate`: the check whose realised value it estimates, kept beside it when labels land.
+    estimates: ClassVar[str | None] = None
+    # What its levels are when not the target's own name (None: the target for performance and
+    # estimates, the level's metric otherwise), and the (batch, reference, label) metric pairs it reports.
+    subject: ClassVar[str | None] = None
+    level_pairs: ClassVar[tuple[tuple[str, str, str], ...]] = LEVEL_PAIRS
+    # The fault signature its evidence carries, one of `SIGNATURES` (None: none).
+    signature: ClassVar[str | None] = None
     needs: ClassVar[frozenset[str]] = frozenset()
+    # The metrics, declared once (the graded ones with their thresholds); the two below are read
+    # from it.
+    declared_metrics: ClassVar[Mapping[str, Metric]] = {}
     default_thresholds: ClassVar[Mapping[str, tuple[float, ...]]] = {}
     lower_is_worse: ClassVar[frozenset[str]] = frozenset()
-    # The metrics, declared once (the graded ones with their thresholds); checks that declare none
-    # get them from `default_thresholds` and `lower_is_worse`.
-    declared_metrics: ClassVar[Mapping[str, Metric]] = {}
     # Below this many batch rows no verdict is possible: the check is `skipped`, naming the minimum.
     min_verdict_rows: ClassVar[int] = 1
     # Targets are features (or feature pairs): a feature missing from the data becomes one error
     # result of its own while the runner still evaluates the others.
     per_feature: ClassVar[bool] = False
-    # Judges the model's outputs, labels or performance rather than the input features: its graded
-    # metrics share half of the sustained layer's false-alarm budget among themselves, the features
-    # the other half (`checks.sequential.budget_shares`), so a few model-level metrics are not
-    # drowned by a hundred feature-level ones.
-    describes_model: ClassVar[bool] = False
     # Slow to start (a heavy optional dependency imported when it runs): a run starts it before the
     # others, so it overlaps them instead of finishing last.
     slow_start: ClassVar[bool] = False
@@ -78,22 +120,20 @@ class Check(ABC):
     features: list[str] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Keep `declared_metrics`, `default_thresholds` and `lower_is_worse` one fact: a class that
-        declares its metrics sets the other two from them (thresholds of the graded ones, directions
-        of all); one that does not gets them declared."""
+        """Check the class's declarations and derive `default_thresholds` and `lower_is_worse` from
+        `declared_metrics` (thresholds of the graded ones, directions of all), so they stay one fact."""
         super().__init_subclass__(**kwargs)
-        if "declared_metrics" in cls.__dict__:
-            cls.default_thresholds = {
-                m: d.thresholds for m, d in cls.declared_metrics.items() if d.thresholds
-            }
-            cls.lower_is_worse = frozenset(
-                m for m, d in cls.declared_metrics.items() if not d.higher_is_worse
-            )
-        elif not cls.declared_metrics or "default_thresholds" in cls.__dict__:
-            cls.declared_metrics = {
-                m: Metric(tuple(t), higher_is_worse=m not in cls.lower_is_worse)
-                for m, t in cls.default_thresholds.items()
-            }
+        for attribute in ("default_thresholds", "lower_is_worse"):
+            if attribute in cls.__dict__:
+                raise TypeError(f"{cls.__qualname__}: declare metrics in `declared_metrics`, not {attribute}")
+        if cls.role not in ROLES:
+            raise TypeError(f"{cls.__qualname__}: role {cls.role!r} is not one of {sorted(ROLES)}")
+        if (cls.estimates is not None) != (cls.role == "estimate"):
+            raise TypeError(f"{cls.__qualname__}: an `estimate` names the check it `estimates`, and only it")
+        if cls.signature is not None and cls.signature not in SIGNATURES:
+            raise TypeError(f"{cls.__qualname__}: signature {cls.signature!r} is not one of {SIGNATURES}")
+        cls.default_thresholds = {m: d.thresholds for m, d in cls.declared_metrics.items() if d.thresholds}
+        cls.lower_is_worse = frozenset(m for m, d in cls.declared_metrics.items() if not d.higher_is_worse)
 
     def __post_init__(self) -> None:
         if isinstance(self.features, str):  # `features=AGEP` on the command line: one feature, not letters

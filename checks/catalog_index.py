@@ -7,6 +7,9 @@ modules actually register, so it cannot fall out of date.
 
 # The one described (not graded) check, which the run and the command line set apart by name.
 DATA_SUMMARY = "data.summary"
+# The catalog's realised performance (labels against predictions): what its estimates estimate, and what
+# the reference's in-sample test reads.
+REALISED_PERFORMANCE = "performance.overall"
 
 CATALOG: dict[str, str] = {
     "abnormal.capitalization": "driftline.checks.abnormal_strings",

@@ -49,7 +49,7 @@ def imported(path: str, base_dir: Path | None, form: str) -> Any:
         raise ImportPathError(f"expected the form {form}")
     try:
         module = import_beside(module_name, base_dir)
-    except (ImportError, AttributeError) as exc:
+    except (ImportError, AttributeError, TypeError) as exc:  # TypeError: a class's declarations
         raise ImportPathError(str(exc)) from exc
     if not hasattr(module, attribute):
         raise ImportPathError(f"module {module_name!r} has no attribute {attribute!r}")

@@ -295,6 +295,7 @@ class DataSummary(Mergeable):
 
     name: ClassVar[str] = DATA_SUMMARY
     family: ClassVar[str] = "data"
+    role: ClassVar[str] = "summary"
     declared_metrics: ClassVar[dict[str, Metric]] = {
         m: Metric((), change=NOT_GRADED) for m in dict.fromkeys((*NUMERIC_METRICS, *CATEGORICAL_METRICS))
     }

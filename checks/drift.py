@@ -68,6 +68,7 @@ PSI_METRIC = Metric(
         "scaled chi-square; the bound subtracts that no-change noise"
     ),
     figure="distribution",
+    divergence=True,
 )
 CATEGORY_PSI_METRIC = replace(
     PSI_METRIC,
@@ -177,6 +178,7 @@ class _DistributionDrift(Mergeable):
     counts in the reference's bins or categories, compared with the reference once merged."""
 
     family: ClassVar[str] = "drift"
+    role: ClassVar[str] = "feature_drift"
     declared_metrics: ClassVar[Mapping[str, Metric]] = {"psi": PSI_METRIC}
 
     bins: int = 10
@@ -613,7 +615,6 @@ class _LabelDistribution(_DistributionDrift):
     """Drift of the label column: classes for classification, quantile bins for regression."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
-    describes_model: ClassVar[bool] = True
 
     def targets(self, columns: Columns) -> list[str]:
         return [columns.label] if columns.label else []
@@ -652,6 +653,7 @@ class LabelDrift(_LabelDistribution):
     """
 
     name: ClassVar[str] = "drift.label"
+    role: ClassVar[str] = "label_drift"
     declared_metrics: ClassVar[Mapping[str, Metric]] = {
         "share_change": SHARE_METRIC,
         "ks_statistic": KS_METRIC,
@@ -691,6 +693,7 @@ class LabelPSIDrift(_LabelDistribution):
     """Label drift by PSI: over the classes for classification, on reference-quantile bins for regression."""
 
     name: ClassVar[str] = "drift.label_psi"
+    role: ClassVar[str] = "label_drift"
 
 
 @register
@@ -700,7 +703,7 @@ class PredictionDrift(_DistributionDrift):
     for multiclass; the prediction column when there is no score, by class if it is not numeric)."""
 
     name: ClassVar[str] = "drift.prediction"
-    describes_model: ClassVar[bool] = True
+    role: ClassVar[str] = "output_drift"
 
     def targets(self, columns: Columns) -> list[str]:
         if columns.score:
@@ -746,7 +749,7 @@ class PredictedLabelDrift(_DistributionDrift):
     thresholded at `threshold`, or the arg-max of the class scores)."""
 
     name: ClassVar[str] = "drift.predicted_label"
-    describes_model: ClassVar[bool] = True
+    role: ClassVar[str] = "output_drift"
 
     threshold: float = 0.5
 

@@ -335,7 +335,9 @@ class MultivariateDrift(Check):
     """
 
     name: ClassVar[str] = "drift.multivariate"
+    subject: ClassVar[str | None] = "reconstruction error"
     family: ClassVar[str] = "drift"
+    role: ClassVar[str] = "feature_drift"
     needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
     min_verdict_rows: ClassVar[int] = 100
     declared_metrics: ClassVar[Mapping[str, Metric]] = {

@@ -144,7 +144,9 @@ class CorrelationDrift(Check):
     """
 
     name: ClassVar[str] = "drift.correlation"
+    subject: ClassVar[str | None] = "correlation"
     family: ClassVar[str] = "drift"
+    role: ClassVar[str] = "feature_drift"
     per_feature: ClassVar[bool] = True
     needs: ClassVar[frozenset[str]] = frozenset({"numeric"})
     declared_metrics: ClassVar[Mapping[str, Metric]] = {"abs_diff": CORRELATION_METRIC}
@@ -314,6 +316,7 @@ class _MutualInfoDrift(Check):
     bins, categorical ones on their `max_categories` most frequent reference values plus an "other" bin."""
 
     family: ClassVar[str] = "drift"
+    role: ClassVar[str] = "feature_drift"
     declared_metrics: ClassVar[Mapping[str, Metric]] = {"abs_diff": MUTUAL_INFO_METRIC}
     per_feature: ClassVar[bool] = True
 
@@ -436,6 +439,7 @@ class MutualInfoFeatureDrift(_MutualInfoDrift):
     """
 
     name: ClassVar[str] = "drift.mutual_info_features"
+    subject: ClassVar[str | None] = "mutual information"
     needs: ClassVar[frozenset[str]] = frozenset({"features"})
 
     max_pairs: int | None = 100
@@ -453,6 +457,7 @@ class MutualInfoLabelDrift(_MutualInfoDrift):
     reaches the threshold. Every feature by default (`max_pairs` caps them by reference MI)."""
 
     name: ClassVar[str] = "drift.mutual_info_label"
+    subject: ClassVar[str | None] = "mutual information"
     needs: ClassVar[frozenset[str]] = frozenset({"features", "label"})
 
     def candidate_pairs(self, columns: Columns) -> list[tuple[str, str]]:

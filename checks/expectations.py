@@ -87,6 +87,7 @@ class ExpectationSuiteCheck(Check):
     name: ClassVar[str] = "expectations.suite"
     slow_start: ClassVar[bool] = True
     family: ClassVar[str] = "expectations"
+    role: ClassVar[str] = "data_quality"
 
     expectations: list[dict[str, Any]] = field(default_factory=list)
     failure_severity: str = "medium"

@@ -652,7 +652,7 @@ class _FairnessCheck(Check):
     confidence bound of the change against the reference (or of the level, `compare_to: none`)."""
 
     family: ClassVar[str] = "fairness"
-    describes_model: ClassVar[bool] = True
+    role: ClassVar[str] = "fairness"
     needs: ClassVar[frozenset[str]] = frozenset({"protected", "label"})
     uses_label: ClassVar[bool] = True
     uses_prediction: ClassVar[bool] = True

@@ -352,7 +352,7 @@ class OverallMetrics(Mergeable):
 
     name: ClassVar[str] = "performance.overall"
     family: ClassVar[str] = "performance"
-    describes_model: ClassVar[bool] = True
+    role: ClassVar[str] = "performance"
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "degradation": Metric(
@@ -573,8 +573,9 @@ class CalibrationComparison(Mergeable):
     """
 
     name: ClassVar[str] = "performance.calibration"
+    subject: ClassVar[str | None] = "calibration error"
     family: ClassVar[str] = "performance"
-    describes_model: ClassVar[bool] = True
+    role: ClassVar[str] = "performance"
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "calibration_change": Metric(

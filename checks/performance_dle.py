@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from driftline.checks.base import Check, Metric
+from driftline.checks.catalog_index import REALISED_PERFORMANCE
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.evidence import normal
@@ -343,7 +344,8 @@ class EstimatedRegressionPerformance(Check):
 
     name: ClassVar[str] = "performance.estimated_regression"
     family: ClassVar[str] = "performance"
-    describes_model: ClassVar[bool] = True
+    role: ClassVar[str] = "estimate"
+    estimates: ClassVar[str | None] = REALISED_PERFORMANCE
     needs: ClassVar[frozenset[str]] = frozenset({"prediction"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "relative_degradation": Metric(

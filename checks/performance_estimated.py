@@ -22,6 +22,7 @@ import pandas as pd
 
 from driftline.checks._attribution_kernels import binary_auc
 from driftline.checks.base import Check, Metric
+from driftline.checks.catalog_index import REALISED_PERFORMANCE
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.estimated_noise import (
@@ -332,7 +333,8 @@ class EstimatedPerformance(Check):
 
     name: ClassVar[str] = "performance.estimated"
     family: ClassVar[str] = "performance"
-    describes_model: ClassVar[bool] = True
+    role: ClassVar[str] = "estimate"
+    estimates: ClassVar[str | None] = REALISED_PERFORMANCE
     needs: ClassVar[frozenset[str]] = frozenset({"score"})
     declared_metrics: ClassVar[dict[str, Metric]] = {
         "degradation": Metric(

@@ -107,6 +107,19 @@ def known(name: str) -> type[Check] | None:
     return _REGISTRY.get(name)
 
 
+def family_of(check: str) -> str:
+    """A result's check family: its class's (`known`), or the first part of its name for one no class
+    declares (a run-level result such as `run.drifted_features`, a check this process never loaded)."""
+    cls = known(check)
+    return cls.family if cls is not None else check.split(".", 1)[0]
+
+
+def declaration(check: str) -> type[Check]:
+    """The class declaring what `check`'s results are (`known`), or the `Check` defaults for a name no
+    class declares."""
+    return known(check) or Check
+
+
 def _registered(cls: type[Check]) -> type[Check]:
     """A custom check class, registered under its name; a name the catalog or another class holds is
     a `CheckInputError`."""

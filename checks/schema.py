@@ -58,6 +58,7 @@ class SchemaCheck(Check):
 
     name: ClassVar[str] = "schema.columns"
     family: ClassVar[str] = "schema"
+    role: ClassVar[str] = "data_quality"
 
     arrive_later: list[str] = field(default_factory=list)
 

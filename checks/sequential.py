@@ -33,7 +33,8 @@ MAD_NORMAL = 1.4826
 # Mean of the Kolmogorov distribution: the no-change mean of a KS distance is this times its scale.
 KOLMOGOROV_MEAN = math.sqrt(math.pi / 2) * math.log(2)
 # The share of the false-alarm budget the metrics that describe the model (its outputs, labels and
-# performance: `Check.describes_model`) split among themselves; the other metrics split the rest.
+# performance: checks whose `role` is in `checks.base.MODEL_ROLES`) split among themselves; the other
+# metrics split the rest.
 MODEL_SHARE = 0.5
 
 

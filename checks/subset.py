@@ -232,6 +232,7 @@ class SubsetCheck(Check):
     change against the reference is surest."""
 
     family: ClassVar[str] = "subset"
+    role: ClassVar[str] = "subset"
     per_feature: ClassVar[bool] = True
     metric: ClassVar[str]
     relative: ClassVar[bool] = False

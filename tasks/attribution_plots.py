@@ -11,11 +11,11 @@ import base64
 import math
 import re
 from collections.abc import Mapping, Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from driftline.checks.result import CheckResult
+from driftline.tasks.drawing import escaped, svg
 from driftline.tasks.files import write_private_file
 from driftline.tasks.safe_text import printable
 
@@ -59,7 +59,7 @@ def clipped(value: object, limit: int) -> str:
 
 def shown(value: object, limit: int) -> str:
     """`value` clipped to `limit` characters and escaped for XML text or attributes."""
-    return escape(clipped(value, limit), quote=True)
+    return escaped(clipped(value, limit))
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -78,14 +78,8 @@ def _text(
 
 def _document(width: float, height: float, title: str, parts: Sequence[str]) -> str:
     """A standalone SVG document of a fixed size with a white background; `title` is escaped."""
-    return (
-        '<?xml version="1.0" encoding="utf-8"?>\n'
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{title}" font-family="{FONT}" '
-        f'fill="{INK}"><rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>'
-        + "".join(parts)
-        + "</svg>"
-    )
+    look = {"role": "img", "aria_label": title, "font_family": FONT, "fill": INK}
+    return svg(width, height, parts, document=True, background="#ffffff", **look)
 
 
 def svg_data_uri(svg: str) -> str:

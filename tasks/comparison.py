@@ -14,29 +14,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from driftline.checks.registry import declaration
 from driftline.checks.result import SEVERITIES, format_number, severity_for, severity_rank
 
 Value = float | tuple[float, float]
 Result = Mapping[str, Any]
 
-# (batch metric, reference metric, batch label): the level pairs checks report beside their change.
-LEVEL_PAIRS = (
-    ("estimated", "estimated_reference", "estimate"),
-    ("current", "reference", "batch"),
-    ("calibration_error", "reference_calibration_error", "batch"),
-    ("reconstruction_error", "reference_error", "batch"),
-    ("mean_attribution", "reference_mean_attribution", "batch"),
-)
-# What a check's levels are, when not the target's own name (a performance check's target is its metric).
-SUBJECTS = {
-    "performance.calibration": "calibration error",
-    "drift.correlation": "correlation",
-    "drift.mutual_info_features": "mutual information",
-    "drift.mutual_info_label": "mutual information",
-    "drift.multivariate": "reconstruction error",
-    "attribution.auc": "mean attribution",
-}
-DIVERGENCES = frozenset({"psi", "jensen_shannon"})
+# Roles whose target is the metric measured (`auc`), which then names the levels.
+MEASURED_TARGET_ROLES = frozenset({"performance", "estimate"})
 # A numeric label's graded locations (`<name>_change`), as a line names them.
 LOCATIONS = {"mean": "mean", "median": "median", "p90": "90th percentile"}
 
@@ -166,8 +151,14 @@ def _graded(result: Result) -> Comparison | None:
         change=change,
         bound=_number((result.get("metrics") or {}).get(f"{metric}_bound")),
         threshold=_crossed(_severity(result, metric), thresholds) if thresholds else None,
-        signed=metric not in DIVERGENCES,
+        signed=not _divergence(str(result["check"]), metric),
     )
+
+
+def _divergence(check: str, metric: str) -> bool:
+    """Whether `check` declares `metric` a divergence between two distributions (`Metric.divergence`)."""
+    declared = declaration(check).declared_metrics.get(metric)
+    return declared is not None and declared.divergence
 
 
 def oriented(comparison: Comparison) -> Comparison:
@@ -194,13 +185,12 @@ def oriented(comparison: Comparison) -> Comparison:
 def _levels(result: Result, base: Comparison) -> Comparison | None:
     """Checks that report their value on the batch and on the reference as metrics."""
     metrics = result.get("metrics") or {}
-    for batch_key, reference_key, label in LEVEL_PAIRS:
+    declared = declaration(str(result["check"]))
+    for batch_key, reference_key, label in declared.level_pairs:
         batch, reference = _number(metrics.get(batch_key)), _number(metrics.get(reference_key))
         if batch is not None and reference is not None:
-            check = result["check"]
-            subject = SUBJECTS.get(
-                check, str(result["target"]) if check.startswith("performance.") else batch_key
-            )
+            measured = str(result["target"]) if declared.role in MEASURED_TARGET_ROLES else batch_key
+            subject = declared.subject or measured
             found = replace(base, subject=subject, batch=batch, reference=reference, batch_label=label)
             return oriented(replace(found, change_name="change", signed=True))
     return None
@@ -365,18 +355,20 @@ Extractor = Callable[[Result, Comparison], "Comparison | None"]
 
 
 def _extractor(check: str, metric: str) -> Extractor:
-    """Which family reading fits the result (`_levels`, the most common, when no other does)."""
-    if check.startswith("fairness."):
+    """Which reading fits the result, from what its check declares (`Check.role`, `Check.signature`,
+    `Metric.divergence`); `_levels`, the most common, when no other does."""
+    declared = declaration(check)
+    if declared.role == "fairness":
         return _fairness
-    if check.startswith("subset."):
+    if declared.role == "subset":
         return _subset
-    if check == "abnormal.out_of_range":
+    if declared.signature == "range":
         return _out_of_range
     if metric.endswith("_rate_increase"):
         return _rates
-    if check in ("drift.label", "drift.label_psi"):
+    if declared.role == "label_drift":
         return _label
-    if metric in DIVERGENCES:
+    if _divergence(check, metric):
         return _shares
     return _levels
 

@@ -5,8 +5,9 @@ gone null (`abnormal.nulls`), a change of unit or sign (`abnormal.out_of_range`:
 reference range, its median a power of ten, or minus one, times the reference's) and a new category
 or encoding (`abnormal.unseen_categorical`: a few new values hold most of the unseen rows). Each
 fires only on a result whose severity claims a change (at least medium), and only when its signature
-fits; a target with no fitting signature gets no diagnosis. `diagnose` reads the stored result form
-(`CheckResult.to_dict()`, as `tasks.history.query.latest_results` returns it).
+fits; a target with no fitting signature gets no diagnosis. A check says which signature its evidence
+carries by declaring it (`Check.signature`), so a custom check can feed a diagnosis. `diagnose` reads
+the stored result form (`CheckResult.to_dict()`, as `tasks.history.query.latest_results` returns it).
 """
 
 from __future__ import annotations
@@ -16,12 +17,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from driftline.checks.registry import declaration
 from driftline.checks.result import severity_rank
 from driftline.tasks.safe_text import printable
-
-NULLS = "abnormal.nulls"
-OUT_OF_RANGE = "abnormal.out_of_range"
-UNSEEN = "abnormal.unseen_categorical"
 
 # Cause codes.
 COLUMN_NULL = "column_null"
@@ -76,15 +74,17 @@ class Diagnosis:
 def diagnose(results: Iterable[Mapping[str, Any]]) -> list[Diagnosis]:
     """At most one diagnosis per target of a run's stored results, in the order targets first appear:
     a column gone null, else a unit change or sign flip, else a new category."""
-    by_check: dict[tuple[str, str], Mapping[str, Any]] = {}
+    by_signature: dict[tuple[str, str], Mapping[str, Any]] = {}
     targets: dict[str, None] = {}
     for result in results:
-        by_check[(result["check"], result["target"])] = result
+        signature = declaration(str(result["check"])).signature
+        if signature is not None:
+            by_signature[(signature, result["target"])] = result
         targets.setdefault(result["target"], None)
     found = []
     for target in targets:
-        for check, read in DIAGNOSERS:
-            result = by_check.get((check, target))
+        for signature, read in DIAGNOSERS:
+            result = by_signature.get((signature, target))
             if result is not None and claims_change(result) and (diagnosis := read(result)):
                 found.append(diagnosis)
                 break
@@ -104,7 +104,7 @@ def column_gone_null(result: Mapping[str, Any]) -> Diagnosis | None:
         return None
     amount = "every value is" if share >= 1 else f"{percent(share)} of values are"
     summary = f"{amount} null (reference {percent(reference)}) — the column is no longer filled"
-    return Diagnosis(result["target"], COLUMN_NULL, summary, (NULLS,))
+    return Diagnosis(result["target"], COLUMN_NULL, summary, (str(result["check"]),))
 
 
 def changed_scale(result: Mapping[str, Any]) -> Diagnosis | None:
@@ -133,10 +133,10 @@ def changed_scale(result: Mapping[str, Any]) -> Diagnosis | None:
     ):
         factor = f"~{10 ** abs(power)}× {'smaller' if power < 0 else 'larger'}"
         summary = f"{amount} {factor} than the reference ({medians}) — looks like a unit change"
-        return Diagnosis(result["target"], UNIT_CHANGE, summary, (OUT_OF_RANGE,))
+        return Diagnosis(result["target"], UNIT_CHANGE, summary, (str(result["check"]),))
     if ratio < 0 and power == 0 and (reference_range[0] >= 0 or reference_range[1] <= 0):
         summary = f"{amount} of the opposite sign to the reference's ({medians}) — looks like a sign flip"
-        return Diagnosis(result["target"], SIGN_FLIP, summary, (OUT_OF_RANGE,))
+        return Diagnosis(result["target"], SIGN_FLIP, summary, (str(result["check"]),))
     return None
 
 
@@ -152,14 +152,15 @@ def new_category(result: Mapping[str, Any]) -> Diagnosis | None:
     if sum(c for _, c in named) < failing:
         head += f" ({percent(failing / rows)} of rows unseen in all)"
     summary = f"{head}, never seen in the reference — a new category or an encoding change"
-    return Diagnosis(result["target"], NEW_CATEGORY, summary, (UNSEEN,))
+    return Diagnosis(result["target"], NEW_CATEGORY, summary, (str(result["check"]),))
 
 
-# The checks read for a target, in order of priority, and how each one's result is read.
+# The fault signatures read for a target (`Check.signature`), in order of priority, and how the result
+# of a check declaring each one is read.
 DIAGNOSERS: tuple[tuple[str, Callable[[Mapping[str, Any]], Diagnosis | None]], ...] = (
-    (NULLS, column_gone_null),
-    (OUT_OF_RANGE, changed_scale),
-    (UNSEEN, new_category),
+    ("nulls", column_gone_null),
+    ("range", changed_scale),
+    ("unseen", new_category),
 )
 
 

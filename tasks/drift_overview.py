@@ -11,9 +11,9 @@ OVERVIEW_CHECK = "run.drifted_features"
 
 
 def _per_feature_drift(check: str) -> bool:
-    """Whether `check` is a drift check with one result per feature (a custom name is not)."""
+    """Whether `check` declares feature drift with one result per feature (`Check.role`, `per_feature`)."""
     cls = registry.known(check)
-    return cls is not None and cls.family == "drift" and cls.per_feature
+    return cls is not None and cls.role == "feature_drift" and cls.per_feature
 
 
 def drift_overview(results: Sequence[CheckResult]) -> CheckResult | None:

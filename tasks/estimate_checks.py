@@ -2,12 +2,13 @@
 
 CBPE trusts the calibrated scores and DLE the loss model learnt on the reference; under concept shift
 both are wrong, and only labels show it. On every run, the batches that have labels (in the same run,
-or joined late) compare the realised metric (`performance.overall`'s `current`) with the estimate's
-band of the same batch. When the realised value lies outside the band on `OUTSIDE` of the last
-`LOOKBACK` labelled batches, or far outside it (more than `FAR` band half-widths from the estimate)
-on one of them, the current run's estimate of that metric says so first in its `reason` and in
-`details["warning"]` (which the CLI, the report and the Slack run message print as a line of their
-own), with the comparisons in `details["assumption"]`.
+or joined late) compare the realised metric (the `current` of the check an estimate declares it
+`estimates`, `performance.overall` for the catalog's) with the estimate's band of the same batch. When
+the realised value lies outside the band on `OUTSIDE` of the last `LOOKBACK` labelled batches, or far
+outside it (more than `FAR` band half-widths from the estimate) on one of them, the current run's
+estimate of that metric says so first in its `reason` and in `details["warning"]` (which the CLI, the
+report and the Slack run message print as a line of their own), with the comparisons in
+`details["assumption"]`.
 
 The band compared is the estimate's band (`lower`, `upper`), widened where the realised metric's own
 spread (`realised_error`, ± as many of them) is wider, and by √(rows / labelled rows) when labels
@@ -21,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from driftline.checks.registry import declaration
 from driftline.checks.result import CheckResult, format_number
-from driftline.tasks.history.store import ESTIMATE_CHECKS, REALISED_CHECK
 
 LOOKBACK = 3  # the labelled batches looked at, newest first
 OUTSIDE = 2  # outside the band on this many of them: the assumption failed
@@ -88,7 +89,7 @@ def comparisons(check: str, target: str, labelled: Sequence[tuple[str, Batch]]) 
     found = []
     for batch_id, batch in labelled:
         estimate = batch.get(check, {}).get(target)
-        realised = batch.get(REALISED_CHECK, {}).get(target)
+        realised = batch.get(str(declaration(check).estimates), {}).get(target)
         if estimate is None or realised is None:
             continue
         one = compared(batch_id, estimate, realised)
@@ -134,7 +135,7 @@ def assess_estimates(results: Sequence[CheckResult], labelled: Sequence[tuple[st
     and the line first in the `reason` when it failed. `labelled` are the batches that have labels,
     newest first (the current one first when it has them)."""
     for result in results:
-        if result.check not in ESTIMATE_CHECKS or result.status != "ok":
+        if declaration(result.check).estimates is None or result.status != "ok":
             continue
         found = verdict(str(result.target), comparisons(result.check, str(result.target), labelled))
         if found is None:

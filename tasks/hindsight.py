@@ -15,8 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from driftline.checks.catalog_index import REALISED_PERFORMANCE
+from driftline.checks.registry import declaration
 from driftline.checks.result import CheckResult
-from driftline.tasks.estimate_checks import ESTIMATE_CHECKS, REALISED_CHECK, assess_estimates
+from driftline.tasks.estimate_checks import assess_estimates
 from driftline.tasks.reference_checks import FIRST, REFERENCE_CHECK, in_sample_warning
 
 if TYPE_CHECKING:
@@ -25,17 +27,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 LOOKBACK_RUNS = 100  # stored runs read, newest first
 VALUES = ("estimated", "lower", "upper", "sampling_error", "realised_error", "current", "reference")
-CHECKS = (*ESTIMATE_CHECKS, REALISED_CHECK)
 
 Values = dict[str, dict[str, dict[str, float]]]
+
+
+def checks_read(results: Sequence[CheckResult]) -> set[str]:
+    """The checks whose values are read: the run's estimates (checks declaring what they `estimates`),
+    the realised checks they estimate, and the realised performance the in-sample test reads."""
+    estimates = {r.check: declaration(r.check).estimates for r in results}
+    return {check for check, realised in estimates.items() if realised} | {
+        *(realised for realised in estimates.values() if realised),
+        REALISED_PERFORMANCE,
+    }
 
 
 def batch_values(results: Sequence[CheckResult]) -> Values:
     """check -> target -> the values read (plus `rows`, and `high`: the graded metric's high
     threshold) of a run's own `ok` results."""
     values: Values = {}
+    checks = checks_read(results)
     for r in results:
-        if r.status != "ok" or r.check not in CHECKS:
+        if r.status != "ok" or r.check not in checks:
             continue
         numbers = {k: float(v) for k, v in r.metrics.items() if k in VALUES and v is not None}
         thresholds = r.thresholds.get("degradation")
@@ -45,8 +57,14 @@ def batch_values(results: Sequence[CheckResult]) -> Values:
 
 
 def labelled(values: Values) -> bool:
-    """Whether a batch's values hold a realised performance."""
-    return any("current" in v for v in values.get(REALISED_CHECK, {}).values())
+    """Whether a batch's values hold a realised performance (the `current` of a check that is no
+    estimate: one that estimates estimate, or the catalog's)."""
+    return any(
+        "current" in v
+        for check, targets in values.items()
+        if declaration(check).estimates is None
+        for v in targets.values()
+    )
 
 
 def stored_runs(engine: Engine, monitor: str, before: datetime, exclude: str) -> list[dict[str, Any]]:
@@ -71,8 +89,10 @@ def stored_runs(engine: Engine, monitor: str, before: datetime, exclude: str) ->
         return [dict(row._mapping) for row in conn.execute(query)]
 
 
-def stored_values(engine: Engine, monitor: str, batch_ids: Sequence[str]) -> dict[str, Values]:
-    """batch id -> the values `batch_values` gives, from the stored rows of those batches."""
+def stored_values(
+    engine: Engine, monitor: str, batch_ids: Sequence[str], checks: Iterable[str]
+) -> dict[str, Values]:
+    """batch id -> the values `batch_values` gives, from the stored rows of `checks` in those batches."""
     from sqlalchemy import select
 
     from driftline.tasks.history.store import RESULTS
@@ -88,7 +108,7 @@ def stored_values(engine: Engine, monitor: str, batch_ids: Sequence[str]) -> dic
     ).where(
         RESULTS.c.monitor == monitor,
         RESULTS.c.batch_id.in_(list(batch_ids)),
-        RESULTS.c.check.in_(CHECKS),
+        RESULTS.c.check.in_(sorted(checks)),
         RESULTS.c.metric.in_((*VALUES, "degradation")),
         RESULTS.c.status == "ok",
     )
@@ -115,14 +135,15 @@ def hindsight(
     warning to add (or nothing). `run` is the batch id, its time and the reference's content hash."""
     from driftline.tasks.history.db import connected_store
 
-    if not any(r.check in CHECKS for r in results):
+    read = checks_read(results)
+    if not any(r.check in read for r in results):
         return []  # no estimate and no realised performance: nothing for labels to say, nothing read
     batch_id, batch_time, reference_hash = run
     own = batch_values(results)
     try:
         with connected_store(url) as engine:
             runs = stored_runs(engine, monitor, batch_time, batch_id)
-            stored = stored_values(engine, monitor, [r["batch_id"] for r in runs])
+            stored = stored_values(engine, monitor, [r["batch_id"] for r in runs], read)
     except Exception as exc:
         log.warning("labelled history not read: %s: %s", type(exc).__name__, exc)
         runs, stored = [], {}

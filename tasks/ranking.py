@@ -13,25 +13,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from driftline.checks import registry
+from driftline.checks.base import MODEL_ROLES
 from driftline.checks.result import severity_rank
 
 T = TypeVar("T")
 
-# Drift of what the model outputs (or of its label), ranked with the model-level checks.
-OUTPUT_DRIFT = frozenset({"drift.prediction", "drift.predicted_label", "drift.label", "drift.label_psi"})
-MODEL_FAMILIES = frozenset({"performance", "fairness"})
 IMPORTANCE_KEY = "importance"  # the details key of a feature's importance (`tasks.importance`)
 
 
-def _family(check: str) -> str:
-    """A check's family from the catalog, or the first part of its name for one the catalog lacks."""
-    known = registry.known(check)
-    return known.family if known is not None else check.split(".", 1)[0]
-
-
 def model_level(check: str) -> bool:
-    """Whether `check` judges the model's outputs or performance rather than one input feature."""
-    return check in OUTPUT_DRIFT or _family(check) in MODEL_FAMILIES
+    """Whether `check` judges the model's outputs or performance rather than one input feature: its
+    declared role is one of `MODEL_ROLES`."""
+    return registry.declaration(check).role in MODEL_ROLES
 
 
 def stored_importance(result: Mapping[str, Any]) -> dict[str, Any] | None:

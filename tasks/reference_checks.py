@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from driftline.checks.catalog_index import REALISED_PERFORMANCE
 from driftline.checks.result import CheckResult, format_number
-from driftline.tasks.estimate_checks import REALISED_CHECK, Batch
+from driftline.tasks.estimate_checks import Batch
 
 REFERENCE_CHECK = "run.reference"
 METRICS = ("auc", "accuracy", "f1")  # in the order a warning names the first that shows it
@@ -33,7 +34,7 @@ def in_sample_warning(first: Sequence[tuple[str, Batch]]) -> CheckResult | None:
     if len(first) < FIRST:
         return None
     for metric in METRICS:
-        values = [batch.get(REALISED_CHECK, {}).get(metric, {}) for _, batch in first[:FIRST]]
+        values = [batch.get(REALISED_PERFORMANCE, {}).get(metric, {}) for _, batch in first[:FIRST]]
         if not all(far_below(v) for v in values):
             continue
         current = [v["current"] for v in values]

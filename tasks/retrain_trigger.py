@@ -28,17 +28,15 @@ if TYPE_CHECKING:
 MAX_FAILING = 10  # failing results a request carries
 
 
-def family_of(check: str) -> str:
-    """A result's check family: its class's, or the first part of its name (`run.drifted_features`)."""
-    known = registry.known(check)
-    return known.family if known is not None else check.split(".", 1)[0]
-
-
 def retraining_failures(retrain: RetrainSpec, summary: RunSummary) -> list[CheckResult]:
     """The results at or above `retrain.min_severity` that may start retraining (`retrain.on`), worst
     first: by default model-level failures only (the performance family)."""
     failing = summary.failing(retrain.min_severity)
-    return [r for r in failing if retrain.triggered_by(r.check, family_of(r.check))]
+    return [
+        r
+        for r in failing
+        if retrain.triggered_by(r.check, registry.family_of(r.check), registry.declaration(r.check).role)
+    ]
 
 
 def retrain_request(

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from driftline.checks.base import RETRAIN_ROLES
 from driftline.checks.result import severity_rank
 from driftline.tasks.alerts.config import AlertConfig, CallableUrl
 from driftline.tasks.read_limits import MAX_COLUMNS, READ_MEMORY_MB, ReadLimits
@@ -126,10 +127,6 @@ class CheckSpec(Strict):
         return params
 
 
-# Failures of the model itself: only these start retraining unless `retrain.on` says otherwise. Broken
-# data calls for its owners, drifted inputs or predictions with intact performance for a look, and a
-# gap in one subset or group for a fix that retraining on the same data rarely brings.
-MODEL_FAMILIES = frozenset({"performance"})
 RetrainWhen = Literal["incident", "every_run"]
 
 
@@ -142,8 +139,9 @@ class RetrainSpec(Strict):
     on: list[str] | None = Field(
         None,
         description=(
-            "check families or names whose results may start retraining; default: the performance "
-            "family (performance.overall, .estimated, .estimated_regression, .calibration)"
+            "check families or names whose results may start retraining; default: checks declaring the "
+            "role performance or estimate (the catalog's performance family: performance.overall, "
+            ".estimated, .estimated_regression, .calibration)"
         ),
     )
     when: RetrainWhen = Field(
@@ -174,10 +172,14 @@ class RetrainSpec(Strict):
         """A command given as one string is split the way a shell would."""
         return shlex.split(value) if isinstance(value, str) else value
 
-    def triggered_by(self, check: str, family: str) -> bool:
-        """Whether a result of `check` (of `family`) reaching `min_severity` may start retraining."""
+    def triggered_by(self, check: str, family: str, role: str) -> bool:
+        """Whether a result of `check` (of `family`, declaring `role`) reaching `min_severity` may start
+        retraining: by default a failure of the model itself (`RETRAIN_ROLES`: realised or estimated
+        performance). Broken data calls for its owners, drifted inputs or predictions with intact
+        performance for a look, and a gap in one subset or group for a fix that retraining on the same
+        data rarely brings."""
         if self.on is None:
-            return family in MODEL_FAMILIES
+            return role in RETRAIN_ROLES
         return check in self.on or family in self.on
 
     @property

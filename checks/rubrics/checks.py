@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import register
@@ -44,6 +44,7 @@ class _SpanCheck(Check):
     """
 
     family: ClassVar[str] = "rubric"
+    role: ClassVar[str] = "behaviour"
     needs: ClassVar[frozenset[str]] = frozenset({"label", "prediction"})
 
     criteria: list[str] | None = None
@@ -72,7 +73,7 @@ class TextSpanMatchesCheck(_SpanCheck):
     """
 
     name: ClassVar[str] = "rubric.text_span_matches"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"f1_drop": (0.02, 0.05, 0.1)}
+    declared_metrics: ClassVar[dict[str, Metric]] = {"f1_drop": Metric((0.02, 0.05, 0.1))}
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
         """Reference scores per criterion; an unusable reference is recorded, and reported by `evaluate`."""
@@ -128,8 +129,7 @@ class ExtendedPrecisionRecallCheck(_SpanCheck):
     """
 
     name: ClassVar[str] = "rubric.extended_precision_recall"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"f1": (0.8, 0.6, 0.4)}
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"f1"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {"f1": Metric((0.8, 0.6, 0.4), higher_is_worse=False)}
 
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
         return {}
@@ -159,8 +159,9 @@ class TopKAccuracyCheck(Check):
 
     name: ClassVar[str] = "rubric.top_k_accuracy"
     family: ClassVar[str] = "rubric"
+    role: ClassVar[str] = "behaviour"
     needs: ClassVar[frozenset[str]] = frozenset({"label"})
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"degradation": (0.02, 0.05, 0.1)}
+    declared_metrics: ClassVar[dict[str, Metric]] = {"degradation": Metric((0.02, 0.05, 0.1))}
 
     ks: list[int] = field(default_factory=lambda: [1, 5])
     classes: list[Any] | None = None

@@ -56,6 +56,7 @@ class UnseenUnigram(RateCheck):
 
     name: ClassVar[str] = "text.unseen_unigram"
     family: ClassVar[str] = "text"
+    role: ClassVar[str] = "data_quality"
     needs: ClassVar[frozenset[str]] = frozenset({"text"})
     kind: ClassVar[str] = "text"
 
@@ -120,6 +121,7 @@ class EmptyText(RateCheck):
 
     name: ClassVar[str] = "text.empty_string"
     family: ClassVar[str] = "text"
+    role: ClassVar[str] = "data_quality"
     needs: ClassVar[frozenset[str]] = frozenset({"text"})
     kind: ClassVar[str] = "text"
 

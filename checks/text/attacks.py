@@ -29,6 +29,7 @@ class WordAttack(PerturbationCheck):
     """An attack rewriting `word_share` of the words of each sampled text with one word edit."""
 
     family: ClassVar[str] = "attack"
+    role: ClassVar[str] = "behaviour"
 
     word_share: float = 0.3
 

@@ -56,12 +56,14 @@ TERM_METRICS = {
         change="PSI of the batch's term shares against the reference's",
         uncertainty=SIMULATED,
         figure="distribution",
+        divergence=True,
     ),
     "jensen_shannon": Metric(
         (0.1, 0.2, 0.3),
         change="Jensen–Shannon distance (base 2) of the batch's term shares from the reference's",
         uncertainty=SIMULATED,
         figure="distribution",
+        divergence=True,
     ),
 }
 
@@ -122,6 +124,7 @@ class _TermDrift(Check):
     """Shared machinery of the unigram and bigram drift checks (one result per text column)."""
 
     family: ClassVar[str] = "drift"
+    role: ClassVar[str] = "feature_drift"
     needs: ClassVar[frozenset[str]] = frozenset({"text"})
     per_feature: ClassVar[bool] = True
     declared_metrics: ClassVar[Mapping[str, Metric]] = TERM_METRICS

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.result import CheckResult
@@ -120,9 +120,9 @@ class PerturbationCheck(ModelCheck):
 
     needs: ClassVar[frozenset[str]] = frozenset({"text"})
     per_feature: ClassVar[bool] = True
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {
-        "flip_rate": (0.05, 0.1, 0.2),
-        "accuracy_change": (0.02, 0.05, 0.1),
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        "flip_rate": Metric((0.05, 0.1, 0.2)),
+        "accuracy_change": Metric((0.02, 0.05, 0.1)),
     }
 
     sample_size: int = 1000

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from driftline.checks.base import Check
+from driftline.checks.base import Check, Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import get, register
@@ -80,10 +80,12 @@ class _AgreementTests(ModelCheck):
     """Shared by robustness and bias: per test, the share of samples whose output is preserved."""
 
     family: ClassVar[str] = "nlp"
+    role: ClassVar[str] = "behaviour"
     needs: ClassVar[frozenset[str]] = frozenset({"text"})
     per_feature: ClassVar[bool] = True
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"pass_rate": (0.9, 0.8, 0.65)}
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"pass_rate"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        "pass_rate": Metric((0.9, 0.8, 0.65), higher_is_worse=False)
+    }
     only_changed: ClassVar[bool] = False
 
     sample_size: int = 1000
@@ -234,8 +236,8 @@ class _LabelledTextCheck(ModelCheck):
     """Checks that compare labels with predictions: the prediction column, else the model on the text."""
 
     family: ClassVar[str] = "nlp"
+    role: ClassVar[str] = "behaviour"
     needs: ClassVar[frozenset[str]] = frozenset({"text", "label"})
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"precision", "recall", "f1", "accuracy"})
 
     min_rows: int = 10
 
@@ -267,10 +269,8 @@ class Accuracy(_LabelledTextCheck):
     """Accuracy: precision, recall and F1 of each class and their macro average, against minimums."""
 
     name: ClassVar[str] = "nlp.accuracy"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {
-        "precision": SCORE_THRESHOLDS,
-        "recall": SCORE_THRESHOLDS,
-        "f1": SCORE_THRESHOLDS,
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        metric: Metric(SCORE_THRESHOLDS, higher_is_worse=False) for metric in ("precision", "recall", "f1")
     }
 
     average: str = "macro"
@@ -299,7 +299,7 @@ class Fairness(_LabelledTextCheck):
     """Fairness: accuracy and macro F1 in each inferred gender group, and the gap to the whole batch."""
 
     name: ClassVar[str] = "nlp.fairness"
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"f1_gap": (0.05, 0.1, 0.2)}
+    declared_metrics: ClassVar[dict[str, Metric]] = {"f1_gap": Metric((0.05, 0.1, 0.2))}
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         truth, predicted, texts = self.predictions(current, columns)
@@ -333,9 +333,11 @@ class Representation(Check):
 
     name: ClassVar[str] = "nlp.representation"
     family: ClassVar[str] = "nlp"
+    role: ClassVar[str] = "behaviour"
     needs: ClassVar[frozenset[str]] = frozenset({"text"})
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"proportion": (0.1, 0.05, 0.01)}
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"proportion"})
+    declared_metrics: ClassVar[dict[str, Metric]] = {
+        "proportion": Metric((0.1, 0.05, 0.01), higher_is_worse=False)
+    }
 
     terms_file: str | None = None
 

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from driftline.checks.base import Metric
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.registry import register
@@ -36,9 +37,10 @@ class UniversalPrefix(ModelCheck):
 
     name: ClassVar[str] = "attack.universal_prefix"
     family: ClassVar[str] = "attack"
+    role: ClassVar[str] = "behaviour"
     needs: ClassVar[frozenset[str]] = frozenset({"text"})
     per_feature: ClassVar[bool] = True
-    default_thresholds: ClassVar[dict[str, tuple[float, ...]]] = {"probability_shift": (0.05, 0.1, 0.2)}
+    declared_metrics: ClassVar[dict[str, Metric]] = {"probability_shift": Metric((0.05, 0.1, 0.2))}
 
     target_class: Any = None
     length: int = 3

@@ -70,6 +70,7 @@ class Transformation(PerturbationCheck):
     """A transformation applied to every sampled text as a whole."""
 
     family: ClassVar[str] = "transform"
+    role: ClassVar[str] = "behaviour"
 
     def transform(self) -> Callable[[str], str]:
         """The text-to-text function."""

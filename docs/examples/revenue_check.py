@@ -64,6 +64,7 @@ class RevenueAtRisk(Mergeable):
 
     name: ClassVar[str] = "business.revenue_at_risk"
     family: ClassVar[str] = "business"
+    role: ClassVar[str] = "output_drift"  # what the model flags: ranked with its outputs, before features
     needs: ClassVar[frozenset[str]] = frozenset({"score"})
     min_verdict_rows: ClassVar[int] = 30
     declared_metrics: ClassVar[dict[str, Metric]] = {

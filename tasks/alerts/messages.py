@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from driftline.checks.registry import declaration
 from driftline.checks.result import SEVERITIES, format_number, severity_rank, worst_severity
 from driftline.tasks.alerts.incidents import IncidentChange
 from driftline.tasks.comparison import comparison_line
@@ -24,8 +25,8 @@ from driftline.tasks.safe_text import printable
 
 MAX_LISTED = 10
 COUNTS = (("rows", "rows"), ("failing_rows", "failing rows"), ("model_impact", "model impact"))
-# Checks whose failing rows are the members of groups compared, not rows at fault: not counted.
-NO_FAILING_ROWS = ("fairness.",)
+# Roles whose failing rows are the members of groups compared, not rows at fault: not counted.
+NO_FAILING_ROWS = frozenset({"fairness"})
 MAX_METRICS = 4
 SECTION_LIMIT = 3000
 HEADER_LIMIT = 150
@@ -83,7 +84,8 @@ def _values(result: Mapping[str, Any]) -> list[str]:
 
 def _counts_line(result: Mapping[str, Any]) -> str:
     """Rows, failing rows (not for group comparisons) and model impact, those the result has."""
-    skipped = {"failing_rows"} if str(result.get("check", "")).startswith(NO_FAILING_ROWS) else set()
+    role = declaration(str(result.get("check", ""))).role
+    skipped = {"failing_rows"} if role in NO_FAILING_ROWS else set()
     return ", ".join(
         f"{label} {format_number(result.get(key), 'n/a')}"
         for key, label in COUNTS

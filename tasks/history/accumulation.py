@@ -21,6 +21,7 @@ import numpy as np
 from sqlalchemy import Engine, and_, select
 
 from driftline.checks import registry
+from driftline.checks.base import MODEL_ROLES
 from driftline.checks.errors import CheckInputError
 from driftline.checks.evidence import Evidence, graded_metrics
 from driftline.checks.result import CheckResult, format_number, worst_severity
@@ -96,9 +97,10 @@ def is_audit(check: str, metric: str) -> bool:
 
 @cache
 def describes_model(check: str) -> bool:
-    """True when the check declares that it judges the model (outputs, labels, performance)."""
+    """True when the check's declared role judges the model (outputs, labels, performance, estimates,
+    fairness) rather than one input feature."""
     known = registry.known(check)
-    return bool(known is not None and known.describes_model)
+    return bool(known is not None and known.role in MODEL_ROLES)
 
 
 def accumulating(results: Iterable[CheckResult]) -> list[Graded]:

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, case, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from driftline.checks.registry import declaration
 from driftline.checks.result import CheckResult, json_safe
 from driftline.tasks.history.db import as_utc
 from driftline.tasks.history.models import ResultRow, Run, utcnow
@@ -308,12 +309,6 @@ def _number(value: Any, check: str, target: str, name: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
-# Checks whose values estimate what labels later measure: kept, and marked, once the labels land.
-ESTIMATE_CHECKS = ("performance.estimated", "performance.estimated_regression")
-# The check whose `current` value is the realised performance an estimate is compared with.
-REALISED_CHECK = "performance.overall"
-
-
 def runs_without_labels(
     engine: Engine, monitor: str, *, exclude: str, limit: int
 ) -> list[tuple[str, datetime]]:
@@ -374,12 +369,13 @@ def record_late_results(
 
 
 def _mark_superseded(conn: Connection, monitor: str, batch_id: str) -> None:
-    """Note on the batch's estimate rows that labels now measure what they estimated."""
-    estimates = conn.execute(
-        select(RESULTS.c.id, RESULTS.c.details).where(
-            RESULTS.c.monitor == monitor, RESULTS.c.batch_id == batch_id, RESULTS.c.check.in_(ESTIMATE_CHECKS)
+    """Note on the batch's estimate rows (their check declares what it `estimates`) that labels now
+    measure what they estimated; the rows are kept beside the realised ones."""
+    rows = conn.execute(
+        select(RESULTS.c.id, RESULTS.c.check, RESULTS.c.details).where(
+            RESULTS.c.monitor == monitor, RESULTS.c.batch_id == batch_id
         )
     ).all()
-    for row in estimates:
+    for row in (r for r in rows if declaration(r.check).estimates is not None):
         details = {**(row.details or {}), "superseded_by": "labels"}
         conn.execute(update(RESULTS).where(RESULTS.c.id == row.id).values(details=details))

@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from driftline.tasks.attribution_plots import FIGURES as ATTRIBUTION_FIGURES
 from driftline.tasks.attribution_plots import svg_data_uri
+from driftline.tasks.drawing import escaped, nice_ticks, svg
 from driftline.tasks.report.trends import Trend
 
 if TYPE_CHECKING:
@@ -57,23 +57,6 @@ class Picture:
 
     caption: str
     uri: str
-
-
-def _e(text: object) -> str:
-    """Text or attribute value, escaped for XML."""
-    return escape(str(text), quote=True)
-
-
-def nice_ticks(low: float, high: float, count: int = TICKS) -> list[float]:
-    """About `count` round tick values (steps of 1, 2 or 5 times a power of ten) within [low, high]."""
-    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
-        return [low] if math.isfinite(low) else []
-    raw = (high - low) / count
-    power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1.0, 2.0, 5.0, 10.0) if m * power >= raw * (1 - 1e-9))
-    first = math.ceil(low / step - 1e-9)
-    last = math.floor(high / step + 1e-9)
-    return [round(i * step, 12) for i in range(first, last + 1)]
 
 
 def tick_label(value: float, ticks: Sequence[float]) -> str:
@@ -186,7 +169,7 @@ class Chart:
         turn = f' transform="rotate({rotate:g} {x:.1f} {y:.1f})"' if rotate else ""
         self.add(
             f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:g}" fill="{colour}" '
-            f'text-anchor="{anchor}"{turn}>{_e(text)}</text>'
+            f'text-anchor="{anchor}"{turn}>{escaped(text)}</text>'
         )
 
     def x_axis(
@@ -257,15 +240,8 @@ class Chart:
     def uri(self) -> str:
         """The picture as a base64 SVG data URI."""
         width, height = self.width * PX_PER_INCH, self.height * PX_PER_INCH
-        svg = (
-            '<?xml version="1.0" encoding="utf-8"?>\n'
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="{FONT}">'
-            f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>'
-            + "".join(self.parts)
-            + "</svg>"
-        )
-        return svg_data_uri(svg)
+        document = svg(width, height, self.parts, document=True, background="#ffffff", font_family=FONT)
+        return svg_data_uri(document)
 
 
 def _runs(points: Iterable[tuple[float, float]]) -> list[list[tuple[float, float]]]:
@@ -580,9 +556,7 @@ def sparkline_svg(trend: Trend, width: int = 120, height: int = 26) -> str:
         y = pad + (height - 2 * pad) * (1 - (v - low) / (high - low))
         return round(x, 1), round(y, 1)
 
-    parts = [
-        f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
-    ]
+    parts = []
     if len(band) == 2:
         _, top = xy(0, band[1])
         _, bottom = xy(0, band[0])
@@ -597,8 +571,8 @@ def sparkline_svg(trend: Trend, width: int = 120, height: int = 26) -> str:
         x, y = xy(last, float(values[last]))
         colour = SEVERITY_COLOURS.get(trend.severities[last], "#444444")
         parts.append(f'<circle cx="{x}" cy="{y}" r="2.6" fill="{colour}"/>')
-    parts.append(f"<title>{trend.metric}: " + ", ".join(_short(v) for v in values) + "</title></svg>")
-    return "".join(parts)
+    parts.append(f"<title>{escaped(trend.metric)}: " + ", ".join(_short(v) for v in values) + "</title>")
+    return svg(width, height, parts, css_class="spark", namespace=False, role="img")
 
 
 # --- attribution (drawn by driftline.tasks.attribution_plots) -----------------------------------------

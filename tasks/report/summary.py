@@ -6,12 +6,12 @@ no plotting library. Everything from the data (column names, categories, reasons
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.result import format_number
+from driftline.tasks.drawing import escaped, svg
 from driftline.tasks.safe_text import printable
 
 STRIP_WIDTH = 220.0
@@ -41,7 +41,7 @@ STYLE = """<style>
 
 def text(value: Any) -> str:
     """Data shown as HTML text: invisible and reordering characters made visible, markup escaped."""
-    return html.escape(printable(str(value)), quote=True)
+    return escaped(printable(str(value)))
 
 
 def label(value: Any) -> str:
@@ -95,10 +95,8 @@ def quantile_strip_svg(batch: Mapping[str, Any], reference: Mapping[str, Any] | 
             f'stroke="#1f2933" stroke-width="2"/>'
         )
     caption = f"{format_number(low)} to {format_number(high)}"
-    return (
-        f'<svg class="strip" width="{STRIP_WIDTH:.0f}" height="32" viewBox="0 0 {STRIP_WIDTH:.0f} 32" '
-        f'role="img"><title>{text(caption)}</title>{"".join(parts)}</svg>'
-    )
+    body = [f"<title>{text(caption)}</title>", *parts]
+    return svg(STRIP_WIDTH, 32, body, css_class="strip", namespace=False, role="img")
 
 
 def share_bars_svg(batch_share: float | None, reference_share: float | None) -> str:
@@ -109,10 +107,7 @@ def share_bars_svg(batch_share: float | None, reference_share: float | None) -> 
             bars.append(
                 f'<rect x="0" y="{top}" width="{BAR_WIDTH * float(value):.1f}" height="5" fill="{colour}"/>'
             )
-    return (
-        f'<svg class="bars" width="{BAR_WIDTH:.0f}" height="13" viewBox="0 0 {BAR_WIDTH:.0f} 13" '
-        f'role="img">{"".join(bars)}</svg>'
-    )
+    return svg(BAR_WIDTH, 13, bars, css_class="bars", namespace=False, role="img")
 
 
 def category_rows(top: Sequence[Sequence[Any]], reference: Mapping[str, Any] | None) -> str:

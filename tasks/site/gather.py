@@ -16,13 +16,14 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
+from driftline.checks.base import DRIFT_ROLES
 from driftline.checks.catalog_index import DATA_SUMMARY
+from driftline.checks.registry import declaration
 from driftline.checks.result import SEVERITIES, severity_rank
 from driftline.tasks.drift_overview import OVERVIEW_CHECK
 from driftline.tasks.history.query import list_runs, read_history
-from driftline.tasks.history.store import ESTIMATE_CHECKS, NO_METRIC, REALISED_CHECK
+from driftline.tasks.history.store import NO_METRIC
 
-DRIFT_PREFIX = "drift."
 NOTABLE = "medium"  # counted "at medium or worse": in heat-map cells, and as drifted in the drift share
 REALISED_METRIC = "current"
 ESTIMATE_METRICS = ("estimated", "lower", "upper")
@@ -85,9 +86,11 @@ class DriftShare:
 @dataclass(frozen=True)
 class PerformanceSeries:
     """One estimated metric (e.g. `performance.estimated` / `accuracy`) over the batches: the estimate,
-    its band, and the realised value of `performance.overall` for the same metric (NaN where absent)."""
+    its band, and the realised value of the check it estimates (`realised_check`, `Check.estimates`)
+    for the same metric (NaN where absent)."""
 
     check: str
+    realised_check: str
     target: str
     batches: list[str]
     estimated: np.ndarray
@@ -182,10 +185,11 @@ def _metric_values(history: pd.DataFrame) -> dict[tuple[str, str, str], dict[str
 
 
 def drift_shares(history: pd.DataFrame, batches: Sequence[str]) -> list[DriftShare]:
-    """Per batch: the graded results of `drift.*` checks, how many are at medium or worse, and the
-    stored headline share (`run.drifted_features`)."""
+    """Per batch: the graded results of drift checks (`DRIFT_ROLES`), how many are at medium or worse,
+    and the stored headline share (`run.drifted_features`)."""
     results = result_rows(history)
-    drift = results[results["check"].str.startswith(DRIFT_PREFIX) & (results["rank"] != UNGRADED)]
+    drift_checks = [c for c in results["check"].unique() if declaration(c).role in DRIFT_ROLES]
+    drift = results[results["check"].isin(drift_checks) & (results["rank"] != UNGRADED)]
     per_batch = (
         drift.assign(drifted=drift["rank"] >= severity_rank(NOTABLE))
         .groupby("batch_id")["drifted"]
@@ -210,24 +214,26 @@ def drift_shares(history: pd.DataFrame, batches: Sequence[str]) -> list[DriftSha
 
 def performance_series(history: pd.DataFrame, batches: Sequence[str]) -> list[PerformanceSeries]:
     """One series per (estimate check, target) found among `batches`, sorted, each aligned on
-    `batches` with the realised `performance.overall` value of the same target."""
-    estimates = history[history["check"].isin(ESTIMATE_CHECKS) & history["metric"].isin(ESTIMATE_METRICS)]
-    realised = history[
-        (history["check"] == REALISED_CHECK)
-        & (history["metric"] == REALISED_METRIC)
-        & (history["status"] == "ok")
+    `batches` with the realised value of the same target by the check it estimates (`Check.estimates`)."""
+    realised_of = {c: declaration(c).estimates for c in history["check"].unique()}
+    estimates = history[
+        history["check"].isin([c for c, realised in realised_of.items() if realised])
+        & history["metric"].isin(ESTIMATE_METRICS)
     ]
+    realised = history[(history["metric"] == REALISED_METRIC) & (history["status"] == "ok")]
     index = pd.Index(list(batches))
     series = []
     for (check, target), rows in sorted(estimates.groupby(["check", "target"]), key=lambda kv: kv[0]):
         table = rows.pivot_table(index="batch_id", columns="metric", values="value", aggfunc="last")
         table = table.reindex(index=index, columns=list(ESTIMATE_METRICS))
-        truth = realised[realised["target"] == target].set_index("batch_id")["value"].reindex(index)
+        truth_rows = realised[(realised["check"] == realised_of[check]) & (realised["target"] == target)]
+        truth = truth_rows.set_index("batch_id")["value"].reindex(index)
         if table["estimated"].isna().all():
             continue
         series.append(
             PerformanceSeries(
                 check=check,
+                realised_check=str(realised_of[check]),
                 target=target,
                 batches=list(batches),
                 estimated=table["estimated"].to_numpy(dtype=float),

@@ -15,7 +15,6 @@ from driftline.tasks.site import svg
 from driftline.tasks.site.gather import (
     GRADED_RUNS,
     NOTABLE,
-    REALISED_CHECK,
     DriftShare,
     HeatCell,
     MonitorData,
@@ -152,8 +151,8 @@ def performance_chart(series: PerformanceSeries) -> dict[str, Any]:
         "note": (
             f"realised in {realised} of {len(series.batches)} batches; {outside} outside the band"
             if realised
-            else f"no realised {series.target} stored: labels not joined yet, or {REALISED_CHECK} does not "
-            "measure it"
+            else f"no realised {series.target} stored: labels not joined yet, or {series.realised_check} "
+            "does not measure it"
         ),
     }
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
 from typing import TypeVar
 
 from markupsafe import Markup
 
+from driftline.tasks.drawing import escaped, nice_ticks, svg
 from driftline.tasks.report.figures import BAND_COLOUR, SEVERITY_COLOURS
 from driftline.tasks.site.gather import HeatCell, HeatMap
 
@@ -21,15 +21,10 @@ GRID = "#e4e7eb"
 EMPTY_CELL = "#ffffff"
 # A mark drawn on cells whose colour alone says skipped or error.
 STATE_MARKS = {"skipped": "–", "error": "!"}
-FONT = 'font-family="-apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"'
+FONT = "-apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"
 
 Number = float | int | None
 Point = TypeVar("Point", tuple[float, float], tuple[float, float, float])
-
-
-def _e(text: object) -> str:
-    """Text or attribute value, HTML-escaped."""
-    return escape(str(text), quote=True)
 
 
 def _finite(value: Number) -> bool:
@@ -39,9 +34,7 @@ def _finite(value: Number) -> bool:
 def _svg(width: float, height: float, label: str, body: Sequence[str], css_class: str = "") -> Markup:
     """An `<svg>` element of a fixed size (a `chart` scales down with its page) with an accessible label."""
     return Markup(
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="{css_class}" width="{width:.0f}" '
-        f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
-        f'aria-label="{_e(label)}" {FONT}>' + "".join(body) + "</svg>"
+        svg(width, height, body, css_class=css_class, role="img", aria_label=escaped(label), font_family=FONT)
     )
 
 
@@ -67,9 +60,8 @@ def _polyline(points: Sequence[tuple[float, float]], colour: str, width: float, 
 
 
 def _dot(x: float, y: float, colour: str, radius: float, title: str) -> str:
-    return (
-        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{colour}"><title>{_e(title)}</title></circle>'
-    )
+    title_element = f"<title>{escaped(title)}</title>"
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{colour}">{title_element}</circle>'
 
 
 def spread(count: int, start: float, end: float) -> list[float]:
@@ -129,16 +121,16 @@ def heat_map(heat: HeatMap, *, describe: Callable[[HeatCell], str], batch_links:
         x = left + j * (CELL_W + CELL_GAP) + CELL_W / 2
         text = (
             f'<text x="{x:.1f}" y="{top - 6:.1f}" font-size="11" fill="{INK}" '
-            f'transform="rotate(-50 {x:.1f} {top - 6:.1f})">{_e(_short(batch_id, BATCH_CHARS))}'
-            f"<title>{_e(batch_id)}</title></text>"
+            f'transform="rotate(-50 {x:.1f} {top - 6:.1f})">{escaped(_short(batch_id, BATCH_CHARS))}'
+            f"<title>{escaped(batch_id)}</title></text>"
         )
         link = batch_links.get(batch_id)
-        body.append(f'<a href="{_e(link)}">{text}</a>' if link else text)
+        body.append(f'<a href="{escaped(link)}">{text}</a>' if link else text)
     for i, check in enumerate(heat.checks):
         y = top + i * (CELL_H + CELL_GAP)
         body.append(
             f'<text x="{left - 8:.1f}" y="{y + CELL_H - 5:.1f}" font-size="11" fill="{INK}" '
-            f'text-anchor="end">{_e(_short(check, LABEL_CHARS))}<title>{_e(check)}</title></text>'
+            f'text-anchor="end">{escaped(_short(check, LABEL_CHARS))}<title>{escaped(check)}</title></text>'
         )
         for j, batch_id in enumerate(heat.batches):
             body.append(_cell(heat.cell(batch_id, check), left + j * (CELL_W + CELL_GAP), y, describe))
@@ -158,7 +150,7 @@ def _cell(cell: HeatCell | None, x: float, y: float, describe: Callable[[HeatCel
         else ""
     )
     colour = SEVERITY_COLOURS[cell.state]
-    title = f"<title>{_e(describe(cell))}</title>"
+    title = f"<title>{escaped(describe(cell))}</title>"
     return f'<rect {size} fill="{colour}" class="cell {cell.state}">{title}</rect>{text}'
 
 
@@ -186,7 +178,6 @@ class Band:
 CHART_W, CHART_H = 760, 250
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 56, 16, 30, 62
 Y_TICKS = 5  # about this many gridlines
-NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)
 X_LABELS = 16
 
 
@@ -204,20 +195,6 @@ def value_range(
     return (low if floor is None else max(low, floor)), (high if ceiling is None else min(high, ceiling))
 
 
-def nice_ticks(low: float, high: float, count: int = Y_TICKS) -> list[float]:
-    """Gridline values covering [low, high] in steps of 1, 2, 2.5 or 5 times a power of ten, about
-    `count` of them (an axis reads 0.76, 0.78 … rather than 0.7796, 0.7950 …); an empty span is
-    widened to one unit."""
-    if not high > low:
-        high = low + 1.0
-    raw = (high - low) / (count - 1)
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in NICE_STEPS if m * magnitude >= raw * (1 - 1e-9))
-    start = math.floor(low / step + 1e-9) * step
-    stop = math.ceil(high / step - 1e-9) * step
-    return [round(start + i * step, 12) for i in range(round((stop - start) / step) + 1)]
-
-
 def line_chart(
     batches: Sequence[str],
     series: Sequence[Series],
@@ -230,7 +207,7 @@ def line_chart(
 ) -> Markup:
     """Lines over the batches (oldest left) on `y_range` widened to nice gridlines, with an optional
     band behind them, a legend on top, and a titled dot at every value."""
-    ticks = nice_ticks(*y_range)
+    ticks = nice_ticks(*y_range, Y_TICKS, cover=True)
     y_min, y_max = ticks[0], ticks[-1]
     plot_w = width - MARGIN_LEFT - MARGIN_RIGHT
     plot_h = CHART_H - MARGIN_TOP - MARGIN_BOTTOM
@@ -246,14 +223,14 @@ def line_chart(
             f'<line x1="{MARGIN_LEFT}" y1="{y:.1f}" x2="{MARGIN_LEFT + plot_w}" y2="{y:.1f}" '
             f'stroke="{GRID}"/>'
             f'<text x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" font-size="11" fill="{MUTED}" '
-            f'text-anchor="end">{_e(y_format(value))}</text>'
+            f'text-anchor="end">{escaped(y_format(value))}</text>'
         )
     step = max(1, math.ceil(len(batches) / X_LABELS))
     base = MARGIN_TOP + plot_h + 14
     for x, batch_id in list(zip(xs, batches, strict=True))[::step]:
         body.append(
             f'<text x="{x:.1f}" y="{base}" font-size="11" fill="{INK}" text-anchor="end" '
-            f'transform="rotate(-40 {x:.1f} {base})">{_e(_short(batch_id, BATCH_CHARS))}</text>'
+            f'transform="rotate(-40 {x:.1f} {base})">{escaped(_short(batch_id, BATCH_CHARS))}</text>'
         )
     if band is not None:
         body += _band(xs, band, y_of)
@@ -302,6 +279,6 @@ def _legend(items: Sequence[tuple[str, str, bool | None]]) -> list[str]:
             )
         else:
             body.append(_polyline([(x, 14), (x + 18, 14)], colour, 2, dashed))
-        body.append(f'<text x="{x + 24:.1f}" y="18" font-size="11" fill="{INK}">{_e(name)}</text>')
+        body.append(f'<text x="{x + 24:.1f}" y="18" font-size="11" fill="{INK}">{escaped(name)}</text>')
         x += 24 + len(name) * CHAR_W + 18
     return body

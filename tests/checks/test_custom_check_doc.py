@@ -55,6 +55,35 @@ def test_the_docs_test_code_runs_check_contract_on_the_example(revenue_check: Mo
         case.run()
 
 
+def test_the_example_declared_as_output_drift_ranks_with_the_model_outputs(revenue_check: ModuleType) -> None:
+    """Four high results: the example's comes with the prediction drift, before the two features (the
+    one the model relies on more first), as the role it declares says."""
+    from driftline.checks import registry
+    from driftline.tasks.ranking import ranked
+
+    def high(check: str, target: str, share: float | None = None) -> dict:
+        importance = {} if share is None else {"importance": {"share": share, "rank": 1, "of": 2}}
+        return {"check": check, "target": target, "status": "ok", "severity": "high", "details": importance}
+
+    registry.register(revenue_check.RevenueAtRisk)
+    try:
+        results = [
+            high("drift.numeric", "tenure", 0.2),
+            high("drift.numeric", "revenue", 0.6),
+            high("business.revenue_at_risk", "revenue"),
+            high("drift.prediction", "churn_score"),
+        ]
+        order = [(r["check"], r["target"]) for r in ranked(results)]
+    finally:
+        registry._REGISTRY.pop(revenue_check.RevenueAtRisk.name, None)
+    assert order == [
+        ("business.revenue_at_risk", "revenue"),
+        ("drift.prediction", "churn_score"),
+        ("drift.numeric", "revenue"),
+        ("drift.numeric", "tenure"),
+    ]
+
+
 def _share_and_error(revenue: np.ndarray, score: np.ndarray, cutoff: float) -> tuple[float, float]:
     """Share of revenue above the cut-off among usable rows, and its delta-method standard error
     sqrt(sum (r (h - share))²) / sum r, written out directly."""

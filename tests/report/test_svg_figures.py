@@ -13,6 +13,7 @@ from sklearn.calibration import calibration_curve
 
 from driftline.checks.columns import Columns
 from driftline.checks.registry import create
+from driftline.tasks.drawing import nice_ticks
 from driftline.tasks.history.trend import MAD_NORMAL_SCALE
 from driftline.tasks.report.figures import (
     BAND_COLOUR,
@@ -22,7 +23,6 @@ from driftline.tasks.report.figures import (
     calibration_svg,
     category_bars_svg,
     drift_histogram_svg,
-    nice_ticks,
     subset_bars_svg,
     trend_svg,
 )

@@ -126,21 +126,21 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
 def test_shares_and_cells_from_a_frame_with_ties_and_unknown_severities() -> None:
     history = frame(
         [
-            ("a", "drift.text", "t1", "psi", 0.3, "high", "ok"),
-            ("a", "drift.text", "t1", "psi_bound", 0.2, "high", "ok"),
-            ("a", "drift.text", "t2", "psi", 0.4, "high", "ok"),
-            ("a", "drift.text", "t3", "psi", 0.1, "low", "ok"),
-            ("a", "drift.text", "t4", "psi", 0.0, "bogus", "ok"),
+            ("a", "drift.unigrams", "t1", "psi", 0.3, "high", "ok"),
+            ("a", "drift.unigrams", "t1", "psi_bound", 0.2, "high", "ok"),
+            ("a", "drift.unigrams", "t2", "psi", 0.4, "high", "ok"),
+            ("a", "drift.unigrams", "t3", "psi", 0.1, "low", "ok"),
+            ("a", "drift.unigrams", "t4", "psi", 0.0, "bogus", "ok"),
             ("a", "drift.numeric", "n", "", math.nan, "none", "error"),
             ("b", "abnormal.nulls", "n", "share", 0.0, "none", "ok"),
             ("b", "data.summary", "n", "mean", 3.0, "none", "ok"),
         ]
     )
     cells = heat_map(history, ["a", "b"])
-    assert cells.checks == ["abnormal.nulls", "drift.numeric", "drift.text"]  # the summary judges nothing
+    assert cells.checks == ["abnormal.nulls", "drift.numeric", "drift.unigrams"]  # the summary judges nothing
     # Two targets tie at high: the first stored one is named; an unknown severity is not graded.
-    assert cells.cell("a", "drift.text") == HeatCell(
-        "a", "drift.text", "high", 3, 2, 0, 0, "t1", {"psi": 0.3, "psi_bound": 0.2}
+    assert cells.cell("a", "drift.unigrams") == HeatCell(
+        "a", "drift.unigrams", "high", 3, 2, 0, 0, "t1", {"psi": 0.3, "psi_bound": 0.2}
     )
     assert cells.cell("a", "drift.numeric").state == "error"
     assert [(s.drifted, s.results, s.share) for s in drift_shares(history, ["a", "b"])] == [

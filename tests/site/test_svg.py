@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from driftline.tasks.drawing import nice_ticks
 from driftline.tasks.report.figures import SEVERITY_COLOURS
 from driftline.tasks.site import svg
 from driftline.tasks.site.gather import HeatCell, HeatMap
@@ -108,4 +109,4 @@ def test_heat_map_cells_states_titles_and_escaped_names() -> None:
     ],
 )
 def test_gridlines_fall_on_round_numbers(low: float, high: float, ticks: list[float]) -> None:
-    assert svg.nice_ticks(low, high) == pytest.approx(ticks)
+    assert nice_ticks(low, high, cover=True) == pytest.approx(ticks)

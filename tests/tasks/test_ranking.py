@@ -55,7 +55,9 @@ def test_model_level_checks() -> None:
     assert (
         model_level("drift.prediction") and model_level("drift.label") and model_level("performance.overall")
     )
-    assert model_level("fairness.tpr") and model_level("performance.custom_metric")  # family by prefix
+    assert model_level("fairness.tpr") and model_level("performance.estimated")
+    # A name no class declares is read as an input-level check, whatever its prefix.
+    assert not model_level("performance.never_registered")
     assert (
         not model_level("drift.numeric")
         and not model_level("abnormal.nulls")
