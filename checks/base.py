@@ -14,33 +14,12 @@ from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.evidence import Evidence, grade_results
 from driftline.checks.result import CheckResult, severity_for, worst_severity
+from driftline.checks.roles import ROLES
 
 # The pictures the report draws (`Metric.figure`): reference vs batch distribution, subsets beside
 # their baselines, calibration curves, and the attribution's slice tree and pair cross matrix.
 FIGURES = ("distribution", "subsets", "calibration", "tree", "matrix")
 
-# What a check's results are about (`Check.role`): ranking, retraining, the comparison line, the
-# history store and the site read this, never check names.
-ROLES: Mapping[str, str] = {
-    "feature_drift": "a shift of the input features or of their relations",
-    "output_drift": "a shift of what the model outputs (its predictions or scores)",
-    "label_drift": "a shift of the label",
-    "performance": "the model's performance, measured against labels",
-    "estimate": "the model's performance estimated without labels (`estimates` names the realised check)",
-    "fairness": "a gap between protected groups",
-    "subset": "a subset's performance against the whole batch or the reference",
-    "attribution": "the slices that explain the model's errors",
-    "data_quality": "abnormal, missing or invalid input values, the schema, expectations",
-    "behaviour": "the model's answers to tests of its behaviour (perturbed inputs, test suites)",
-    "summary": "a description of the data, never graded",
-    "other": "not declared: ranked and alerted as an input-level check",
-}
-# Roles that judge the model itself rather than one input: ranked before the features.
-MODEL_ROLES = frozenset({"output_drift", "label_drift", "performance", "estimate", "fairness"})
-# Roles of drift checks: the site's drift share counts their graded results.
-DRIFT_ROLES = frozenset({"feature_drift", "output_drift", "label_drift"})
-# Roles whose failure is the model's own: by default only these start retraining (`retrain.on`).
-RETRAIN_ROLES = frozenset({"performance", "estimate"})
 # Fault signatures a check's evidence carries (`Check.signature`), read by `tasks.diagnosis`: a column
 # gone null, a batch outside the reference range (unit change, sign flip), new categories.
 SIGNATURES = ("nulls", "range", "unseen")

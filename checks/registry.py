@@ -117,7 +117,12 @@ def family_of(check: str) -> str:
 def declaration(check: str) -> type[Check]:
     """The class declaring what `check`'s results are (`known`), or the `Check` defaults for a name no
     class declares."""
-    return known(check) or Check
+    found = known(check)
+    if found is not None:
+        return found
+    from driftline.checks.base import Check  # not at import: the CLI's help reads the registry
+
+    return Check
 
 
 def _registered(cls: type[Check]) -> type[Check]:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from driftline.checks import registry
-from driftline.checks.base import MODEL_ROLES
 from driftline.checks.result import severity_rank
+from driftline.checks.roles import MODEL_ROLES
 
 T = TypeVar("T")
 

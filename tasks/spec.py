@@ -20,8 +20,8 @@ from pydantic import (
     model_validator,
 )
 
-from driftline.checks.base import RETRAIN_ROLES
 from driftline.checks.result import severity_rank
+from driftline.checks.roles import RETRAIN_ROLES
 from driftline.tasks.alerts.config import AlertConfig, CallableUrl
 from driftline.tasks.read_limits import MAX_COLUMNS, READ_MEMORY_MB, ReadLimits
 

@@ -21,10 +21,10 @@ import numpy as np
 from sqlalchemy import Engine, and_, select
 
 from driftline.checks import registry
-from driftline.checks.base import MODEL_ROLES
 from driftline.checks.errors import CheckInputError
 from driftline.checks.evidence import Evidence, graded_metrics
 from driftline.checks.result import CheckResult, format_number, worst_severity
+from driftline.checks.roles import MODEL_ROLES
 from driftline.checks.sequential import (
     WINDOWS,
     Claim,

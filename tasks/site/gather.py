@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
-from driftline.checks.base import DRIFT_ROLES
+from driftline.checks.roles import DRIFT_ROLES
 from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.registry import declaration
 from driftline.checks.result import SEVERITIES, severity_rank
