@@ -29,8 +29,9 @@ from pydantic import (
     model_validator,
 )
 
+from driftline.checks.result import SEVERITIES, severity_rank
+
 AlertSeverity = Literal["low", "medium", "high"]
-SEVERITY_ORDER = ("low", "medium", "high")
 
 # Placeholders a `run_url` or `report_url` template may use.
 RUN_URL_FIELDS = frozenset({"monitor", "batch_id"})
@@ -97,11 +98,12 @@ class Routing(BaseModel):
     def matches(self, check: str, severity: str) -> bool:
         """True when an incident of `check` at (worst) `severity` goes to this destination."""
         if self.min_severity is not None and (
-            severity not in SEVERITY_ORDER
-            or SEVERITY_ORDER.index(severity) < SEVERITY_ORDER.index(self.min_severity)
+            severity not in SEVERITIES or severity_rank(severity) < severity_rank(self.min_severity)
         ):
             return False
-        return self.family is None or check_family(check) in self.family
+        from driftline.checks.registry import family_of  # the registry reads specs: imported on use
+
+        return self.family is None or family_of(check) in self.family
 
 
 class ChannelConfig(Routing):
@@ -216,12 +218,6 @@ def url_fields(monitor: str, batch_id: str) -> dict[str, str]:
     return {"monitor": quote(monitor, safe=""), "batch_id": quote(batch_id, safe="")}
 
 
-def check_family(check: str) -> str:
-    """A check's family: its name up to the first dot (`drift` of `drift.numeric`). The alert step
-    routes a rule incident by the check its rule watches, not by its `rule:<name>` key."""
-    return check.split(".", 1)[0]
-
-
 class AlertRule(BaseModel):
     """A baseline rule: alert when a metric leaves the band its own recent history draws.
 
@@ -334,9 +330,9 @@ class AlertConfig(BaseModel):
         twice = sorted(k for k, n in keys.items() if n > 1)
         if twice:
             raise ValueError(f"rules: two rules share the key {twice[0]!r}; give one of them a `name`")
-        floor = SEVERITY_ORDER.index(self.min_severity)
+        floor = severity_rank(self.min_severity)
         for i, rule in enumerate(self.rules):
-            if SEVERITY_ORDER.index(rule.severity) < floor:
+            if severity_rank(rule.severity) < floor:
                 raise ValueError(
                     f"rules.{i}.severity: {rule.severity} is below min_severity {self.min_severity}, "
                     "so the rule could never alert"
