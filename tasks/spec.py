@@ -291,6 +291,13 @@ class MonitorSpec(Strict):
             "else driftline.db beside the spec"
         ),
     )
+    store_block: str | None = Field(
+        None,
+        description=(
+            "Prefect Secret block holding the history database URL (with its password), in place of "
+            "store_url; read wherever the spec is used, so Prefect must be installed"
+        ),
+    )
     base_dir: Path = Field(Path("."), exclude=True)
     path: Path | None = Field(None, exclude=True, description="the spec file, when loaded from one")
 
@@ -358,6 +365,12 @@ class MonitorSpec(Strict):
                 raise ValueError(str(exc)) from None
         return value
 
+    @model_validator(mode="after")
+    def _one_store(self) -> MonitorSpec:
+        if self.store_url and self.store_block:
+            raise ValueError("give store_url or store_block, not both")
+        return self
+
     @field_validator("checks", mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
@@ -391,6 +404,7 @@ class MonitorSpec(Strict):
 
         url = (
             (self.store_url and self._beside_spec(self.store_url))
+            or (self.store_block and self._block_url(self.store_block))
             or os.environ.get(ENV_VAR)
             or self._beside_spec(DEFAULT_DATABASE_URL)
         )
@@ -399,6 +413,28 @@ class MonitorSpec(Strict):
         except StoreConfigError as exc:
             raise SpecError(f"{self.path or self.name}: ${ENV_VAR}: {exc}") from None
         return url
+
+    def _block_url(self, block: str) -> str:
+        """The database URL a Prefect Secret block holds; a block that cannot be read is a SpecError
+        naming the block, never its value."""
+        from driftline.tasks.history.db import StoreConfigError, validate_database_url
+
+        where = f"{self.path or self.name}: store_block {block!r}"
+        try:
+            from prefect.blocks.system import Secret
+        except ImportError:
+            raise SpecError(f"{where} needs Prefect: pip install 'driftline[prefect]'") from None
+        try:
+            url = Secret.load(block).get()
+        except Exception as exc:
+            raise SpecError(f"{where}: cannot load the Prefect Secret block ({type(exc).__name__})") from None
+        if not isinstance(url, str) or not url:
+            raise SpecError(f"{where} holds no database URL")
+        try:
+            validate_database_url(url)
+        except StoreConfigError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        return self._beside_spec(url)
 
     def _beside_spec(self, url: str) -> str:
         """`url` with a relative SQLite file path resolved against the spec's folder."""
