@@ -81,23 +81,34 @@ def require_check_class(target: object, origin: str) -> type[Check]:
     return target
 
 
+def entry_points_in(group: str) -> dict[str, EntryPoint]:
+    """What installed packages publish under the entry point `group` (checks, sources, alert
+    channels), by name."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=group)}
+
+
+def load_entry(entry: EntryPoint, what: str, error: type[Exception]) -> Any:
+    """The object `entry` names; an import that fails is `error`, naming `what`, the entry point and
+    the cause."""
+    try:
+        return entry.load()
+    except Exception as exc:
+        cause = f"{type(exc).__name__}: {exc}"
+        raise error(f"{what} {entry.name!r} ({entry.value}): cannot load: {cause}") from exc
+
+
 @functools.cache
 def published() -> dict[str, EntryPoint]:
     """The checks installed packages publish under the `driftline.checks` entry point group, by name."""
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return entry_points_in(ENTRY_POINT_GROUP)
 
 
 def published_check(name: str) -> type[Check]:
     """The class a package publishes as `name`; its `name` must be the entry point's."""
     entry = published()[name]
-    try:
-        target = entry.load()
-    except Exception as exc:
-        raise CheckInputError(
-            f"check {name!r} ({entry.value}): cannot load: {type(exc).__name__}: {exc}"
-        ) from exc
+    target = load_entry(entry, "check", CheckInputError)
     cls = require_check_class(target, entry.value)
     if cls.name != name:
         raise CheckInputError(f"check {name!r}: the entry point's class {entry.value} is named {cls.name!r}")

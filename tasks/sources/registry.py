@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pandas as pd
 
+from driftline.checks.custom import entry_points_in, load_entry
 from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
 from driftline.tasks.sources.base import Batch, SourceError
 from driftline.tasks.sources.files import FileSource
@@ -77,9 +78,7 @@ def register_source(kind: str, factory: SourceFactory) -> SourceFactory:
 @functools.cache
 def published() -> dict[str, EntryPoint]:
     """The sources installed packages publish under the `driftline.sources` entry point group, by kind."""
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return entry_points_in(ENTRY_POINT_GROUP)
 
 
 def source_factory(kind: str, spec: MonitorSpec) -> SourceFactory:
@@ -88,12 +87,7 @@ def source_factory(kind: str, spec: MonitorSpec) -> SourceFactory:
     if kind in _registered:
         return _registered[kind]
     if kind in published():
-        entry = published()[kind]
-        try:
-            return entry.load()
-        except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            raise SourceError(f"source kind {kind!r} ({entry.value}): cannot load: {reason}") from exc
+        return load_entry(published()[kind], "source kind", SourceError)
     if ":" in kind:
         from driftline.checks.custom import ImportPathError, imported
 

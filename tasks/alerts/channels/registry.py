@@ -10,6 +10,7 @@ import importlib
 from importlib.metadata import EntryPoint
 from typing import TypeVar
 
+from driftline.checks.custom import entry_points_in, load_entry
 from driftline.tasks.alerts.channels.base import Channel
 from driftline.tasks.alerts.config import ChannelConfig
 
@@ -58,20 +59,13 @@ def unregister_channel(kind: str) -> None:
 @functools.cache
 def published() -> dict[str, EntryPoint]:
     """The channels installed packages publish under the `driftline.channels` group, by kind."""
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return entry_points_in(ENTRY_POINT_GROUP)
 
 
 def _published_channel(kind: str) -> type[Channel]:
     """Load and register the class a package publishes as `kind`; its `kind` must be the entry point's."""
     entry = published()[kind]
-    try:
-        target = entry.load()
-    except Exception as exc:
-        raise ValueError(
-            f"channel {kind!r} ({entry.value}): cannot load: {type(exc).__name__}: {exc}"
-        ) from exc
+    target = load_entry(entry, "channel", ValueError)
     cls = require_channel_class(target, entry.value)
     if cls.kind != kind:
         raise ValueError(f"channel {kind!r}: the entry point's class {entry.value} has kind {cls.kind!r}")
