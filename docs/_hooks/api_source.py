@@ -13,11 +13,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from mkdocs.plugins import event_priority
+
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "build" / "api-source" / "driftline"
 SUBPACKAGES = ("checks", "tasks", "flows", "data")
 
 
+@event_priority(100)  # before mkdocstrings sets its search paths, which drop a folder not yet on disk
 def on_config(config: Any) -> Any:
     """Link the package tree before any page asks for its API."""
     if TARGET.exists():
