@@ -51,7 +51,7 @@ from benchmarks.measure import table
 from benchmarks.monitor_sequence import MIN_SEVERITY, MonitoredSequence, Tally, batch_index
 from driftline.checks.result import severity_rank
 from driftline.tasks.history.models import Incident
-from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.references.profiles import ProfileCache
 from tests.alerts.slack_server import SlackStandIn
 
 

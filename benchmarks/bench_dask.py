@@ -126,8 +126,8 @@ class WorkerMemory:
 
 def child_single(spec_path: str) -> dict[str, Any]:
     """The single-process run of the single-file batch."""
-    from driftline.tasks.pipeline import run_monitor
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
+    from driftline.tasks.run.pipeline import run_monitor
 
     start = time.perf_counter()
     summary = run_monitor(load_spec(spec_path), BATCH, alerts=False, retrain=False)
@@ -160,9 +160,9 @@ def child_dask(spec_path: str, workers: int, prefect: bool) -> dict[str, Any]:
             if prefect:
                 summary = _prefect_run(spec_path, cluster.scheduler_address)
             else:
-                from driftline.tasks.driver import Driver
-                from driftline.tasks.partitioned import run_partitioned
-                from driftline.tasks.spec import load_spec
+                from driftline.tasks.config.spec import load_spec
+                from driftline.tasks.run.driver import Driver
+                from driftline.tasks.run.partitioned import run_partitioned
 
                 run = run_partitioned(
                     load_spec(spec_path), BATCH, driver=Driver(client), alerts=False, retrain=False

@@ -17,7 +17,7 @@ from benchmarks.measure import peak_rss_mb, table
 from benchmarks.synthetic import make_frame
 from driftline.checks import infer_columns, registry
 from driftline.checks.runner import run_check
-from driftline.tasks.isolation import run_isolated
+from driftline.tasks.run.isolation import run_isolated
 
 WORKERS = 4
 

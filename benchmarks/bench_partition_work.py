@@ -30,8 +30,8 @@ from prefect import flow, task
 from benchmarks.bench_dask import BATCH, generate, write_spec
 from benchmarks.measure import table
 from driftline.flows.prefect_driver import IN_MEMORY, PrefectDriver
-from driftline.tasks.partitioned import PartitionWork, run_partitioned
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.run.partitioned import PartitionWork, run_partitioned
 
 WORKERS = 2
 # The partition work's pickled size, recorded by `counted` in the flow.

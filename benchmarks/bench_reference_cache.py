@@ -19,7 +19,7 @@ from typing import Any
 from benchmarks.bench_pipeline import write_inputs
 from benchmarks.measure import table
 from driftline import load_spec, run_monitor
-from driftline.tasks.driver import Driver
+from driftline.tasks.run.driver import Driver
 
 CHECKS = ["drift.numeric", "drift.categorical", "drift.prediction", "performance.overall", "abnormal.nulls"]
 

@@ -70,8 +70,8 @@ def child(mode: str, url: str, page_rows: int) -> dict[str, float]:
     """One read in this process: wall seconds, resident MB before, peak resident MB, rows."""
     from sqlalchemy import create_engine, text
 
+    from driftline.tasks.run.sql_pages import plan_sql_pages
     from driftline.tasks.sources import read_sql
-    from driftline.tasks.sql_pages import plan_sql_pages
 
     before = memory_mb("VmRSS")
     start = time.perf_counter()

@@ -25,7 +25,7 @@ from benchmarks.measure import table
 from driftline import infer_columns, load_spec, run_monitor
 from driftline.checks import registry
 from driftline.checks.slice_codes import sharing_codes
-from driftline.tasks import pipeline
+from driftline.tasks.run import pipeline
 
 ROLES = {"label": "label", "prediction": "prediction", "score": "score"}
 

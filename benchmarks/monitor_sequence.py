@@ -28,8 +28,8 @@ from benchmarks.alert_data import DataSet
 from driftline.checks.result import severity_rank, worst_severity
 from driftline.data import demo
 from driftline.tasks.history.models import Incident, ResultRow, Run
-from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.retrain import RETRAIN_ALWAYS
+from driftline.tasks.references.profiles import ProfileCache
+from driftline.tasks.retraining.actions import RETRAIN_ALWAYS
 from tests.alerts.slack_server import POST_PATH, SlackStandIn
 
 TOKEN_ENV = "DRIFTLINE_BENCH_SLACK_TOKEN"
@@ -98,7 +98,7 @@ class MonitoredSequence:
         reference: Path,
         roles: dict[str, Any] | None = None,
     ) -> None:
-        from driftline.tasks.spec import load_spec
+        from driftline.tasks.config.spec import load_spec
 
         folder.mkdir(parents=True)
         (folder / "batches").mkdir()
@@ -126,7 +126,7 @@ class MonitoredSequence:
 
     def run(self, batch: pd.DataFrame) -> dict[str, Any]:
         """Write the next batch and evaluate it as a backfill with alerts and retraining does."""
-        from driftline.tasks.pipeline import run_monitor
+        from driftline.tasks.run.pipeline import run_monitor
 
         self.runs += 1
         name = batch_id(self.runs)

@@ -39,7 +39,7 @@ SHIFTED_EVERY = 10
 ROOT = Path(__file__).resolve().parents[1]
 DRIFTLINE = Path(sys.executable).with_name("driftline")
 WHOLE = (
-    "import sys\nfrom pathlib import Path\nfrom driftline.tasks.evaluate import evaluate\n"
+    "import sys\nfrom pathlib import Path\nfrom driftline.tasks.run.evaluate import evaluate\n"
     "from driftline.tasks.sources import read_table\n"
     "evaluate(['drift.numeric'], read_table(Path(sys.argv[1])), read_table(Path(sys.argv[2])))\n"
 )

@@ -20,7 +20,7 @@ from driftline.checks.roles import ROLES
 # their baselines, calibration curves, and the attribution's slice tree and pair cross matrix.
 FIGURES = ("distribution", "subsets", "calibration", "tree", "matrix")
 
-# Fault signatures a check's evidence carries (`Check.signature`), read by `tasks.diagnosis`: a column
+# Fault signatures a check's evidence carries (`Check.signature`), read by `tasks.views.diagnosis`: a column
 # gone null, a batch outside the reference range (unit change, sign flip), new categories.
 SIGNATURES = ("nulls", "range", "unseen")
 # (batch metric, reference metric, batch label): the levels a result reports beside its change, the

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from driftline.tasks.files import write_private_file
+from driftline.tasks.tools.files import write_private_file
 
 DEMO_DATA = resources.files("driftline.data") / "acs_employment"
 DATA_FILE = DEMO_DATA / "acs_employment_ma.parquet"

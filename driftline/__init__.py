@@ -16,9 +16,9 @@ _PUBLIC = {
     "create": "driftline.checks.registry",
     "run_check": "driftline.checks.runner",
     "infer_columns": "driftline.checks.columns",
-    "evaluate": "driftline.tasks.evaluate",
-    "load_spec": "driftline.tasks.spec",
-    "run_monitor": "driftline.tasks.pipeline",
+    "evaluate": "driftline.tasks.run.evaluate",
+    "load_spec": "driftline.tasks.config.spec",
+    "run_monitor": "driftline.tasks.run.pipeline",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -7,10 +7,10 @@ from prefect.states import State
 
 from driftline.flows.monitor import CHECK_RUNNER, verdict_flow
 from driftline.flows.prefect_driver import PrefectDriver, verdict_state
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.retrain import RETRAIN_ALWAYS
-from driftline.tasks.spec import load_spec, past_batch_ids
+from driftline.tasks.config.spec import load_spec, past_batch_ids
+from driftline.tasks.references.profiles import ProfileCache
+from driftline.tasks.retraining.actions import RETRAIN_ALWAYS
+from driftline.tasks.run.pipeline import run_monitor
 
 
 @verdict_flow(name="driftline-backfill", task_runner=CHECK_RUNNER)

@@ -19,7 +19,7 @@ import typer
 from driftline.flows.render import make_console, plain
 
 if TYPE_CHECKING:
-    from driftline.tasks.persist import RunNotKept
+    from driftline.tasks.run.persist import RunNotKept
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Continuous monitoring of deployed ML models."
@@ -92,7 +92,7 @@ def not_kept(exc: RunNotKept) -> NoReturn:
 def crash(exc: BaseException) -> NoReturn:
     """An unexpected failure: one line (the traceback with --debug), exit 3; a run that could not be
     kept is `not_kept`."""
-    from driftline.tasks.persist import RunNotKept
+    from driftline.tasks.run.persist import RunNotKept
 
     if isinstance(exc, RunNotKept):
         not_kept(exc)

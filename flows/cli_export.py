@@ -33,10 +33,10 @@ def export_expectations(
     """Export the reference's ranges, categories, null rates and required characters as a GX suite."""
     json_mode(as_json)
     from driftline.checks.errors import CheckInputError
-    from driftline.tasks.expectations_export import export_from_spec, validate_suite
-    from driftline.tasks.model import ModelError
+    from driftline.tasks.config.spec import SpecError, load_spec
+    from driftline.tasks.references.expectations_export import export_from_spec, validate_suite
+    from driftline.tasks.references.model import ModelError
     from driftline.tasks.sources import SourceError
-    from driftline.tasks.spec import SpecError, load_spec
 
     try:
         exported = export_from_spec(load_spec(spec_path), name)

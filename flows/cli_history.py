@@ -34,7 +34,7 @@ def _monitor(monitor: str, database: str | None) -> tuple[str, str | None]:
     folder), a name keeps `--db`."""
     if not monitor.endswith((".yaml", ".yml")):
         return monitor, database
-    from driftline.tasks.spec import SpecError, load_spec
+    from driftline.tasks.config.spec import SpecError, load_spec
 
     try:
         spec = load_spec(Path(monitor))
@@ -316,8 +316,8 @@ def spool(
     json_mode(as_json)
     from rich.table import Table
 
-    from driftline.tasks.spec import SpecError, load_spec
-    from driftline.tasks.spool import pending
+    from driftline.tasks.config.spec import SpecError, load_spec
+    from driftline.tasks.run.spool import pending
 
     try:
         spec = load_spec(spec_path)

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from driftline.flows.cli_common import app, console, fail
-from driftline.tasks.files import private_folder, write_private_file
+from driftline.tasks.tools.files import private_folder, write_private_file
 
 PREFECT_TEMPLATE = resources.files("driftline.flows") / "templates" / "prefect.yaml"
 SPEC = "monitor.yaml"

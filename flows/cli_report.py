@@ -25,10 +25,10 @@ def report(
 ) -> None:
     """Write the HTML report of a stored run (the newest, or --batch) and print its path."""
     json_mode(as_json)
+    from driftline.tasks.config.spec import SpecError, load_spec
     from driftline.tasks.history.db import StoreConfigError, StoreUnavailable
     from driftline.tasks.report import ReportDataError, write_html_report
     from driftline.tasks.sources import SourceError, valid_batch_id
-    from driftline.tasks.spec import SpecError, load_spec
 
     try:
         batch = None if batch is None else valid_batch_id(batch)

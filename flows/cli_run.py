@@ -28,7 +28,7 @@ from driftline.flows.cli_common import (
     print_json,
 )
 from driftline.flows.render import print_summary, results_table
-from driftline.tasks.safe_text import first_line, printable
+from driftline.tasks.tools.safe_text import first_line, printable
 
 
 def _parse_params(pairs: list[str]) -> dict[str, Any]:
@@ -117,9 +117,9 @@ def evaluate(
     json_mode(as_json)
     from driftline.checks.columns import split_roles
     from driftline.checks.errors import CheckInputError
-    from driftline.tasks.evaluate import evaluate as evaluate_tables
-    from driftline.tasks.evaluate import evaluate_files
-    from driftline.tasks.model import ModelError
+    from driftline.tasks.references.model import ModelError
+    from driftline.tasks.run.evaluate import evaluate as evaluate_tables
+    from driftline.tasks.run.evaluate import evaluate_files
     from driftline.tasks.sources import PARQUET_SUFFIXES, SourceError, read_table
 
     def groups_done(done: int, total: int) -> None:
@@ -144,7 +144,7 @@ def evaluate(
 
 
 def _load_spec_or_exit(spec_path: Path) -> Any:
-    from driftline.tasks.spec import SpecError, load_spec
+    from driftline.tasks.config.spec import SpecError, load_spec
 
     try:
         return load_spec(spec_path)
@@ -265,7 +265,7 @@ class BatchRunner:
         partitioned: bool = False,
         dask_address: str | None = None,
     ) -> None:
-        from driftline.tasks.profiles import ProfileCache
+        from driftline.tasks.references.profiles import ProfileCache
 
         self.spec_path, self.spec, self.engine = spec_path, spec, _engine(engine)
         self.partitioned, self.dask_address = partitioned or dask_address is not None, dask_address
@@ -292,8 +292,8 @@ class BatchRunner:
 
     def _require_partitions(self) -> None:
         """A batch source that cannot be partitioned is named before any server or cluster starts."""
-        from driftline.tasks.partitioned import require_partitionable
-        from driftline.tasks.spec import SpecError
+        from driftline.tasks.config.spec import SpecError
+        from driftline.tasks.run.partitioned import require_partitionable
 
         try:
             require_partitionable(self.spec)
@@ -316,7 +316,7 @@ class BatchRunner:
     def _local_driver(self) -> Any:
         """The plain driver: partitions in a process pool, or as tasks on the Dask scheduler at
         `dask_address`."""
-        from driftline.tasks.driver import Driver
+        from driftline.tasks.run.driver import Driver
 
         if self.dask_address is None:
             return Driver()
@@ -336,11 +336,11 @@ class BatchRunner:
 
     def run(self, batch: str | None, **flags: Any) -> dict[str, Any]:
         """One batch; bad input exits 2, an unexpected failure exits 3 (never 1, which means drift)."""
-        from driftline.tasks.model import ModelError
-        from driftline.tasks.partitioned import run_partitioned
-        from driftline.tasks.pipeline import run_monitor
+        from driftline.tasks.config.spec import SpecError
+        from driftline.tasks.references.model import ModelError
+        from driftline.tasks.run.partitioned import run_partitioned
+        from driftline.tasks.run.pipeline import run_monitor
         from driftline.tasks.sources import SourceError
-        from driftline.tasks.spec import SpecError
 
         try:
             if self.engine is Engine.prefect:
@@ -422,9 +422,9 @@ def backfill(
 ) -> None:
     """Run a monitor over past batches, oldest first, printing each as it finishes; exit 1 if any failed."""
     json_mode(as_json)
-    from driftline.tasks.retrain import RETRAIN_ALWAYS
+    from driftline.tasks.config.spec import SpecError, past_batch_ids
+    from driftline.tasks.retraining.actions import RETRAIN_ALWAYS
     from driftline.tasks.sources import SourceError
-    from driftline.tasks.spec import SpecError, past_batch_ids
 
     spec = _load_spec_or_exit(spec_path)
     try:

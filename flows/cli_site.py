@@ -21,7 +21,7 @@ DEFAULT_PORT = 8000
 
 def _specs(paths: list[Path]) -> list[Any]:
     """The loaded specs; a bad one exits naming it."""
-    from driftline.tasks.spec import SpecError, load_spec
+    from driftline.tasks.config.spec import SpecError, load_spec
 
     try:
         return [load_spec(path) for path in paths]
@@ -31,8 +31,8 @@ def _specs(paths: list[Path]) -> list[Any]:
 
 def _database(database: str | None, specs: list[Any]) -> str:
     """`--db`, else the one store the specs name (specs naming different stores exit), else the default."""
+    from driftline.tasks.config.spec import SpecError
     from driftline.tasks.history.db import masked_url, resolve_database_url
-    from driftline.tasks.spec import SpecError
 
     if database is not None or not specs:
         return resolve_database_url(database)

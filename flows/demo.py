@@ -30,7 +30,7 @@ from typing import Any
 from rich.console import Console
 
 from driftline.data.demo import BATCHES, build_demo_data
-from driftline.tasks.safe_text import first_line
+from driftline.tasks.tools.safe_text import first_line
 
 OUTPUT = Path("demo_output")
 HISTORY_URL = f"sqlite:///{OUTPUT / 'driftline.db'}"
@@ -41,9 +41,9 @@ RunBatch = Callable[[Path, str], dict[str, Any]]
 
 def local_runner() -> RunBatch:
     """Runs a batch in this process on the local engine, one profile cache per spec across its batches."""
-    from driftline.tasks.pipeline import run_monitor
-    from driftline.tasks.profiles import ProfileCache
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
+    from driftline.tasks.references.profiles import ProfileCache
+    from driftline.tasks.run.pipeline import run_monitor
 
     loaded: dict[Path, tuple[Any, ProfileCache]] = {}
 

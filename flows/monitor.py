@@ -19,9 +19,9 @@ from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from driftline.flows.prefect_driver import ModelFailed, PrefectDriver, quiet_expected_verdicts, verdict_state
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.retrain import Retraining
-from driftline.tasks.spec import MonitorSpec, load_spec
+from driftline.tasks.config.spec import MonitorSpec, load_spec
+from driftline.tasks.retraining.actions import Retraining
+from driftline.tasks.run.pipeline import run_monitor
 
 # The flow's tasks (I/O steps, partitions) wait on I/O or on worker processes: threads suffice here.
 CHECK_RUNNER = ThreadPoolTaskRunner(max_workers=4)

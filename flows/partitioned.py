@@ -13,8 +13,8 @@ from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from driftline.flows.monitor import run_as_flow, summary_of, verdict_flow
-from driftline.tasks.partitioned import run_partitioned
-from driftline.tasks.retrain import Retraining
+from driftline.tasks.retraining.actions import Retraining
+from driftline.tasks.run.partitioned import run_partitioned
 
 # Dask worker memory cap of `dask_runner`'s local cluster: a partition and its states fit well within it.
 WORKER_MEMORY = "4GB"

@@ -23,11 +23,11 @@ from prefect.states import Completed, Failed, Running, State
 
 from driftline.checks.result import CheckResult, worst_severity
 from driftline.flows.report import publish_artifacts
-from driftline.tasks.driver import CheckJob, Driver
-from driftline.tasks.ranking import model_level, ranked
-from driftline.tasks.retrain import FAILED_EVENT, RetrainRequest, trigger_plain
-from driftline.tasks.spec import MonitorSpec, RetrainSpec, severity_at_least
-from driftline.tasks.steps import IO_RETRIES, is_transient
+from driftline.tasks.config.spec import MonitorSpec, RetrainSpec, severity_at_least
+from driftline.tasks.retraining.actions import FAILED_EVENT, RetrainRequest, trigger_plain
+from driftline.tasks.run.driver import CheckJob, Driver
+from driftline.tasks.run.steps import IO_RETRIES, is_transient
+from driftline.tasks.views.ranking import model_level, ranked
 
 T = TypeVar("T")
 

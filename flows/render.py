@@ -13,10 +13,10 @@ from rich.text import Text
 
 from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.result import format_number
-from driftline.tasks.comparison import comparison_line
-from driftline.tasks.ranking import importance_text, ranked
-from driftline.tasks.result_rows import format_metrics
-from driftline.tasks.safe_text import printable
+from driftline.tasks.tools.safe_text import printable
+from driftline.tasks.views.comparison import comparison_line
+from driftline.tasks.views.ranking import importance_text, ranked
+from driftline.tasks.views.result_rows import format_metrics
 
 SEVERITY_STYLE = {"none": "green", "low": "yellow", "medium": "dark_orange", "high": "bold red"}
 STATUS_STYLE = {"ok": "", "skipped": "dim", "error": "bold magenta"}
@@ -47,7 +47,7 @@ def plain(value: object) -> str:
 def results_table(
     results: Iterable[Mapping[str, Any]], title: str | None = None, show_ok: bool = True
 ) -> Table:
-    """One row per result, in rank order (`tasks.ranking`): check, target (with its importance to the
+    """One row per result, in rank order (`tasks.views.ranking`): check, target (with its importance to the
     model), status, severity, the comparison with the reference (or key metrics), failing rows, reason."""
     table = Table(title=title, title_justify="left", expand=False)
     for name in (
@@ -107,16 +107,16 @@ def history_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -
 
 
 def print_diagnoses(console: Console, results: Iterable[Mapping[str, Any]]) -> None:
-    """The likely cause of each target with a fault signature (`tasks.diagnosis`), one line each."""
-    from driftline.tasks.diagnosis import diagnose
+    """The likely cause of each target with a fault signature (`tasks.views.diagnosis`), one line each."""
+    from driftline.tasks.views.diagnosis import diagnose
 
     for found in diagnose(results):
         console.print(f"likely cause: {plain(found.line)}", highlight=False)
 
 
 def print_warnings(console: Console, results: Iterable[Mapping[str, Any]]) -> None:
-    """What labels said about the run's premises (`tasks.hindsight`), one line each."""
-    from driftline.tasks.hindsight import warning_lines
+    """What labels said about the run's premises (`tasks.hindsight.premises`), one line each."""
+    from driftline.tasks.hindsight.premises import warning_lines
 
     for line in warning_lines(results):
         console.print(f"warning: {plain(line)}", highlight=False)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from driftline.checks.result import severity_rank
-from driftline.tasks.attribution_plots import figure_name, svg_data_uri
-from driftline.tasks.result_rows import result_rows
+from driftline.tasks.views.attribution_plots import figure_name, svg_data_uri
+from driftline.tasks.views.result_rows import result_rows
 
 
 def by_severity(results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

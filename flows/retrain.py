@@ -16,8 +16,8 @@ import pandas as pd
 from prefect import flow, get_run_logger
 
 from driftline.checks.columns import infer_columns
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.sources import open_source
-from driftline.tasks.spec import load_spec
 
 
 @flow(name="driftline-retrain")

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from driftline.tasks.isolation import die_with_parent
+from driftline.tasks.run.isolation import die_with_parent
 
 # A starting server is waited for while it makes progress (uses CPU) within STALL_S, up to the cap: on a
 # loaded machine its start-up (imports, database migrations) can take minutes, a hung one never ends.

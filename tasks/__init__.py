@@ -1,1 +1,3 @@
-"""Prefect tasks and the I/O they need: sources, the history store, alerting, retraining."""
+"""The orchestrator-free core around the checks, one subpackage per role: a run (`run`), its spec
+(`config`), what it reads (`sources`, `references`), what it keeps (`history`), what it says (`alerts`,
+`views`, `report`, `site`), what labels say later (`hindsight`), retraining, and small `tools`."""

@@ -124,7 +124,7 @@ def section(paths: list[str], model: type[BaseModel]) -> str:
 
 def render() -> str:
     """The whole page, from `MonitorSpec` down."""
-    from driftline.tasks.spec import MonitorSpec
+    from driftline.tasks.config.spec import MonitorSpec
 
     intro = [
         "# Spec reference",

@@ -23,8 +23,8 @@ from driftline.tasks.alerts.messages import (
     run_worst,
     unescape,
 )
-from driftline.tasks.diagnosis import diagnose
-from driftline.tasks.hindsight import warning_lines
+from driftline.tasks.hindsight.premises import warning_lines
+from driftline.tasks.views.diagnosis import diagnose
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Alert:
 
     @cached_property
     def causes(self) -> list[str]:
-        """The likely cause of each target with a fault signature (`tasks.diagnosis`)."""
+        """The likely cause of each target with a fault signature (`tasks.views.diagnosis`)."""
         return _limited([d.line for d in diagnose(self.results)], "causes")
 
     @cached_property
@@ -78,7 +78,7 @@ class Alert:
 
     @cached_property
     def warnings(self) -> list[str]:
-        """What labels said about the run's premises (`tasks.hindsight`)."""
+        """What labels said about the run's premises (`tasks.hindsight.premises`)."""
         return _limited(warning_lines(self.results), "warnings")
 
     @property

@@ -8,7 +8,7 @@ that dips below the threshold for a run or two stays one incident instead of ope
 again. The latest severity and metrics are kept in `details`. Results that are `skipped` or `error`
 neither open, resolve nor count towards the quiet runs; a re-run of the batch an incident last saw
 counts once. `details.retrained` names the batch that requested retraining for the incident
-(`tasks/retrain_trigger.py`); like every detail not set by a run, it is kept across runs.
+(`tasks/retraining/trigger.py`); like every detail not set by a run, it is kept across runs.
 
 Incidents follow batch time, not processing order: a run of a batch older than the monitor's newest
 completed batch (a re-run, or a late backfill) updates history but leaves every incident as the newer

@@ -1,8 +1,8 @@
 """The alert of one run as a Slack Block Kit message, with a plain-text fallback; and the current state
 of an incident thread, which replaces the thread's parent message as its incidents change.
 
-The message lists the incidents the run opened or escalated (in rank order, `tasks.ranking`, at most
-`MAX_LISTED`, each with its comparison against the reference, `tasks.comparison`, and the importance
+The message lists the incidents the run opened or escalated (in rank order, `tasks.views.ranking`, at most
+`MAX_LISTED`, each with its comparison against the reference, `tasks.views.comparison`, and the importance
 of its feature), the incidents it resolved, the checks that could not run, and links to
 the run and its report. It stays within Slack's limits: at most 17 blocks (Slack allows 50), 3000
 characters a section, 150 a header.
@@ -17,11 +17,11 @@ from urllib.parse import quote
 from driftline.checks.registry import declaration
 from driftline.checks.result import SEVERITIES, format_number, severity_rank, worst_severity
 from driftline.tasks.alerts.incidents import IncidentChange
-from driftline.tasks.comparison import comparison_line
-from driftline.tasks.diagnosis import diagnose
-from driftline.tasks.hindsight import warning_lines
-from driftline.tasks.ranking import importance_text, ranked
-from driftline.tasks.safe_text import printable
+from driftline.tasks.hindsight.premises import warning_lines
+from driftline.tasks.tools.safe_text import printable
+from driftline.tasks.views.comparison import comparison_line
+from driftline.tasks.views.diagnosis import diagnose
+from driftline.tasks.views.ranking import importance_text, ranked
 
 MAX_LISTED = 10
 COUNTS = (("rows", "rows"), ("failing_rows", "failing rows"), ("model_impact", "model impact"))
@@ -120,7 +120,7 @@ def _headline(change: IncidentChange) -> str:
 
 
 def _alerting(changes: Iterable[IncidentChange]) -> list[IncidentChange]:
-    """Opened and escalated changes in rank order (`tasks.ranking`)."""
+    """Opened and escalated changes in rank order (`tasks.views.ranking`)."""
     hits = [c for c in changes if c.kind != "resolved"]
     return ranked(hits, lambda c: {**c.result, "severity": c.severity})
 
@@ -264,8 +264,8 @@ def build_message(
     report_url: str | None = None,
 ) -> dict[str, Any]:
     """`{"text": fallback, "blocks": [...]}` for one run; `results` give the worst severity, errors,
-    the likely cause of each target with a fault signature (`tasks.diagnosis`), shown first, and what
-    labels said about the run's premises (`tasks.hindsight`)."""
+    the likely cause of each target with a fault signature (`tasks.views.diagnosis`), shown first, and what
+    labels said about the run's premises (`tasks.hindsight.premises`)."""
     worst = run_worst(changes, results)
     errors = _errors(results)
     causes = [d.line for d in diagnose(results)]

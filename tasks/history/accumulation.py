@@ -35,14 +35,14 @@ from driftline.checks.sequential import (
     strongest_claim,
     sustained_level,
 )
-from driftline.tasks.alerts.config import SustainedConfig
 from driftline.tasks.history.db import as_utc
 from driftline.tasks.history.query import RESULTS, RUNS
 
 if TYPE_CHECKING:
-    from driftline.tasks.context import RunContext
-    from driftline.tasks.pipeline import Ran
-    from driftline.tasks.reference import PreparedReference
+    from driftline.tasks.alerts.config import SustainedConfig
+    from driftline.tasks.references.reference import PreparedReference
+    from driftline.tasks.run.context import RunContext
+    from driftline.tasks.run.pipeline import Ran
 
 # Earlier runs read: the longest window needs 15 besides this batch; φ is estimated from all 16.
 HISTORY_RUNS = max(WINDOWS)

@@ -31,7 +31,7 @@ from sqlalchemy.pool import NullPool
 if TYPE_CHECKING:
     from alembic.config import Config
 
-from driftline.tasks.files import create_private_file
+from driftline.tasks.tools.files import create_private_file
 
 ENV_VAR = "DRIFTLINE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///driftline.db"

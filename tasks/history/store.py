@@ -338,7 +338,7 @@ def record_late_results(
     replace the stored ones, estimates of the batch are marked superseded, and the run's worst severity
     and status (against `fail_on`) are recomputed over all its results. Returns (status, worst)."""
     from driftline.checks.result import worst_severity
-    from driftline.tasks.spec import severity_at_least
+    from driftline.tasks.config.spec import severity_at_least
 
     with engine.begin() as conn:
         run = conn.execute(

@@ -52,7 +52,7 @@ def write_html_report(
     there is none).
     """
     from driftline.tasks.history.db import connected_store
-    from driftline.tasks.pipeline import report_dir
+    from driftline.tasks.run.pipeline import report_dir
 
     url = database_url or spec.database_url()
     min_severity = spec.alerts.min_severity

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from driftline.tasks.attribution_plots import FIGURES as ATTRIBUTION_FIGURES
-from driftline.tasks.attribution_plots import svg_data_uri
-from driftline.tasks.drawing import escaped, nice_ticks, svg
 from driftline.tasks.report.trends import Trend
+from driftline.tasks.tools.drawing import escaped, nice_ticks, svg
+from driftline.tasks.views.attribution_plots import FIGURES as ATTRIBUTION_FIGURES
+from driftline.tasks.views.attribution_plots import svg_data_uri
 
 if TYPE_CHECKING:
     from driftline.checks.base import Metric
@@ -575,7 +575,7 @@ def sparkline_svg(trend: Trend, width: int = 120, height: int = 26) -> str:
     return svg(width, height, parts, css_class="spark", namespace=False, role="img")
 
 
-# --- attribution (drawn by driftline.tasks.attribution_plots) -----------------------------------------
+# --- attribution (drawn by driftline.tasks.views.attribution_plots) -----------------------------------------
 
 ATTRIBUTION_CAPTIONS = {"tree": "slices of the AUC attribution", "matrix": "AUC per cross of slices"}
 

@@ -20,7 +20,7 @@ from driftline.tasks.history.db import as_utc
 from driftline.tasks.history.models import Run
 from driftline.tasks.history.query import HISTORY_COLUMNS, latest_results, read_history
 from driftline.tasks.history.store import NO_METRIC
-from driftline.tasks.ranking import ranked
+from driftline.tasks.views.ranking import ranked
 
 RUNS: Table = Run.__table__  # type: ignore[assignment]
 DEFAULT_RUNS = 30
@@ -48,7 +48,7 @@ class ReportData:
     adjacent: tuple[str | None, str | None] = (None, None)
 
     def failing(self) -> list[dict[str, Any]]:
-        """`ok` results at or above `min_severity`, in rank order (`tasks.ranking`)."""
+        """`ok` results at or above `min_severity`, in rank order (`tasks.views.ranking`)."""
         floor = severity_rank(self.min_severity)
         hits = [
             r for r in self.results if r["status"] == "ok" and severity_rank(r["severity"] or "none") >= floor

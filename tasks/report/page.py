@@ -1,6 +1,6 @@
 """The report page's content: sections per failing check with their pictures and trends, and the table
-of every result, both in rank order (`tasks.ranking`: what matters first); each finding says its
-comparison against the reference (`tasks.comparison`) and its feature's importance. Plain dicts for
+of every result, both in rank order (`tasks.views.ranking`: what matters first); each finding says its
+comparison against the reference (`tasks.views.comparison`) and its feature's importance. Plain dicts for
 the template; all drawing happens here, none in the template."""
 
 from __future__ import annotations
@@ -11,10 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from driftline.checks.result import format_number
-from driftline.tasks.comparison import comparison_line
-from driftline.tasks.diagnosis import diagnose
-from driftline.tasks.hindsight import warning_lines
-from driftline.tasks.ranking import importance_text, ranked
+from driftline.tasks.hindsight.premises import warning_lines
 from driftline.tasks.report.figures import (
     Picture,
     check_pictures,
@@ -25,6 +22,9 @@ from driftline.tasks.report.figures import (
 from driftline.tasks.report.gather import ReportData
 from driftline.tasks.report.summary import summary_section
 from driftline.tasks.report.trends import Trend, band_floors, baseline_bands, graded_metrics, key_metric
+from driftline.tasks.views.comparison import comparison_line
+from driftline.tasks.views.diagnosis import diagnose
+from driftline.tasks.views.ranking import importance_text, ranked
 
 log = logging.getLogger(__name__)
 MAX_TRENDS_PER_RESULT = 2

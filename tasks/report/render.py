@@ -8,10 +8,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from driftline.tasks.files import write_private_file
 from driftline.tasks.report.gather import ReportData
 from driftline.tasks.report.page import page_context
-from driftline.tasks.safe_text import page_value
+from driftline.tasks.tools.files import write_private_file
+from driftline.tasks.tools.safe_text import page_value
 
 TEMPLATE = "report.html.j2"
 REPORT_FILE = "report.html"
@@ -34,7 +34,7 @@ def render_html(data: ReportData, *, window: int = 10, k: float = 3.0) -> str:
 
 
 def write_report_file(data: ReportData, folder: Path, **options: Any) -> Path:
-    """Write the page to `folder/report.html`, whole and owner-only (see `driftline.tasks.files`);
+    """Write the page to `folder/report.html`, whole and owner-only (see `driftline.tasks.tools.files`);
     returns its path."""
     path = folder / REPORT_FILE
     write_private_file(path, render_html(data, **options).encode("utf-8"))

@@ -11,8 +11,8 @@ from typing import Any
 
 from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.result import format_number
-from driftline.tasks.drawing import escaped, svg
-from driftline.tasks.safe_text import printable
+from driftline.tasks.tools.drawing import escaped, svg
+from driftline.tasks.tools.safe_text import printable
 
 STRIP_WIDTH = 220.0
 STRIP_PAD = 4.0

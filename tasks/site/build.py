@@ -1,7 +1,7 @@
 """Writing the site: `index.html`, one page per monitor under `monitors/`, and a copy of each shown
 run's HTML report under `reports/`, so the folder is whole (open it from disk, serve it, publish it).
 
-Files are written whole and owner-only (`driftline.tasks.files`): the pages show production values.
+Files are written whole and owner-only (`driftline.tasks.tools.files`): the pages show production values.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from driftline.tasks.files import private_folder, write_private_file
+from driftline.tasks.tools.files import private_folder, write_private_file
 from driftline.tasks.history.models import utcnow
 from driftline.tasks.report.figures import SEVERITY_COLOURS
-from driftline.tasks.safe_text import page_value
+from driftline.tasks.tools.safe_text import page_value
 from driftline.tasks.site.gather import GRADED_RUNS, MonitorData, monitor_data, overview_order, rank_of
 from driftline.tasks.site.names import href, page_stems, stored_report
 from driftline.tasks.site.pages import index_page, monitor_page, when

@@ -20,7 +20,7 @@ from driftline.checks.roles import DRIFT_ROLES
 from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.registry import declaration
 from driftline.checks.result import SEVERITIES, severity_rank
-from driftline.tasks.drift_overview import OVERVIEW_CHECK
+from driftline.tasks.views.drift_overview import OVERVIEW_CHECK
 from driftline.tasks.history.query import list_runs, read_history
 from driftline.tasks.history.store import NO_METRIC
 

@@ -44,7 +44,7 @@ def href(*parts: str) -> str:
 
 def stored_report(roots: Sequence[Path], monitor: str, batch_id: str) -> Path | None:
     """The run report `<root>/<monitor>/<batch>/report.html` of the first root holding it, where a
-    run writes it (`tasks.pipeline.report_dir` under `.driftline/reports`); None when there is none,
+    run writes it (`tasks.run.pipeline.report_dir` under `.driftline/reports`); None when there is none,
     or when the monitor or batch is not a plain path component or the file resolves outside its root."""
     if not SAFE_NAME.fullmatch(monitor) or not BATCH_ID.fullmatch(batch_id):
         return None

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from markupsafe import Markup
 
-from driftline.tasks.drawing import escaped, nice_ticks, svg
+from driftline.tasks.tools.drawing import escaped, nice_ticks, svg
 from driftline.tasks.report.figures import BAND_COLOUR, SEVERITY_COLOURS
 from driftline.tasks.site.gather import HeatCell, HeatMap
 

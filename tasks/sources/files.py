@@ -11,7 +11,6 @@ from datetime import datetime
 
 import pandas as pd
 
-from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
 from driftline.tasks.sources import storage
 from driftline.tasks.sources.base import (
     BATCH_ID,
@@ -24,6 +23,7 @@ from driftline.tasks.sources.base import (
     valid_batch_id,
 )
 from driftline.tasks.sources.identity import file_identity, object_identity
+from driftline.tasks.sources.read_limits import DEFAULT_LIMITS, ReadLimits
 from driftline.tasks.sources.storage import Location
 from driftline.tasks.sources.tables import PARQUET_SUFFIXES, read_table
 

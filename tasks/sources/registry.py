@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import pandas as pd
 
 from driftline.checks.custom import entry_points_in, load_entry
-from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
 from driftline.tasks.sources.base import Batch, SourceError
 from driftline.tasks.sources.files import FileSource
+from driftline.tasks.sources.read_limits import DEFAULT_LIMITS, ReadLimits
 from driftline.tasks.sources.sql import QuerySource
 
 if TYPE_CHECKING:
-    from driftline.tasks.spec import MonitorSpec, Source
+    from driftline.tasks.config.spec import MonitorSpec, Source
 
 ENTRY_POINT_GROUP = "driftline.sources"
 CONTRACT = (
@@ -126,7 +126,7 @@ def built_source(kind: str, options: dict[str, Any], spec: MonitorSpec) -> DataS
 def open_source(spec: MonitorSpec, source: Source, role: str) -> DataSource:
     """The data source a spec section describes: paths resolved against the spec's folder, a SQL URL
     from the spec or its environment variable; a URL that cannot be found is a `SpecError`."""
-    from driftline.tasks.spec import SpecError
+    from driftline.tasks.config.spec import SpecError
 
     if source.path is not None:
         return FileSource(spec.locate(source.path))

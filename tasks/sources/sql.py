@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
-from driftline.tasks.safe_text import first_line
 from driftline.tasks.sources.base import Batch, SourceError, batch_time_from_id, valid_batch_id
+from driftline.tasks.sources.read_limits import DEFAULT_LIMITS, ReadLimits
 from driftline.tasks.sources.tables import distinct_columns, within_limits
+from driftline.tasks.tools.safe_text import first_line
 
 # Rows fetched at a time from a SQL cursor: a SQL read holds typed columns, never the whole result as
 # Python tuples.

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from driftline.tasks.safe_text import first_line
 from driftline.tasks.sources.base import SourceError
+from driftline.tasks.tools.safe_text import first_line
 
 # URL schemes a spec's `path:` may use, and the extra that installs each one's filesystem.
 REMOTE_SCHEMES = {

@@ -15,17 +15,17 @@ from typing import IO, Any
 
 import pandas as pd
 
-from driftline.tasks.read_limits import (
+from driftline.tasks.sources import storage
+from driftline.tasks.sources.base import SourceError
+from driftline.tasks.sources.read_limits import (
     DEFAULT_LIMITS,
     ReadLimitError,
     ReadLimits,
     read_parquet_within,
     refuse_bytes,
 )
-from driftline.tasks.safe_text import first_line
-from driftline.tasks.sources import storage
-from driftline.tasks.sources.base import SourceError
 from driftline.tasks.sources.storage import Location
+from driftline.tasks.tools.safe_text import first_line
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".gz", ".txt")

@@ -187,7 +187,7 @@ def test_the_signature_is_hmac_sha256_of_the_timestamp_and_body() -> None:
 
 
 def _error(alerts: dict[str, Any]) -> str:
-    from driftline.tasks.spec import SpecError, parse_spec
+    from driftline.tasks.config.spec import SpecError, parse_spec
 
     spec = {
         "name": "acs",

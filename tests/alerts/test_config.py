@@ -103,7 +103,7 @@ def test_report_url_template_and_routes() -> None:
 
 
 def test_a_monitor_spec_names_the_rule_key_that_is_wrong() -> None:
-    from driftline.tasks.spec import SpecError, parse_spec
+    from driftline.tasks.config.spec import SpecError, parse_spec
 
     spec = {
         "name": "acs",

@@ -15,7 +15,7 @@ from sklearn.metrics import roc_auc_score
 from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.runner import run_check
-from driftline.tasks.attribution_plots import (
+from driftline.tasks.views.attribution_plots import (
     attribution_colour,
     cross_matrix_svg,
     drawn_figures,

@@ -59,7 +59,7 @@ def test_the_example_declared_as_output_drift_ranks_with_the_model_outputs(reven
     """Four high results: the example's comes with the prediction drift, before the two features (the
     one the model relies on more first), as the role it declares says."""
     from driftline.checks import registry
-    from driftline.tasks.ranking import ranked
+    from driftline.tasks.views.ranking import ranked
 
     def high(check: str, target: str, share: float | None = None) -> dict:
         importance = {} if share is None else {"importance": {"share": share, "rank": 1, "of": 2}}

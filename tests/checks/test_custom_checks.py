@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from driftline.checks import custom, registry
 from driftline.checks.errors import CheckInputError
 from driftline.flows.cli import app
+from driftline.tasks.config.spec import SpecError, load_spec
 from driftline.tasks.history.db import connected_store
 from driftline.tasks.history.query import latest_results
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import SpecError, load_spec
+from driftline.tasks.run.pipeline import run_monitor
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "revenue_check.py"
 NAME = "business.revenue_at_risk"

@@ -241,8 +241,8 @@ def test_a_run_screens_an_empty_batch() -> None:
 
 
 def planned(checks: list, **top: object) -> list[tuple[str, dict]]:
-    from driftline.tasks.plan import CheckPlan
-    from driftline.tasks.spec import parse_spec
+    from driftline.tasks.config.spec import parse_spec
+    from driftline.tasks.run.plan import CheckPlan
 
     spec = parse_spec(
         {
@@ -271,7 +271,7 @@ def test_a_listed_summary_is_planned_once_as_configured() -> None:
 
 
 def spec_has_summary_switch() -> bool:
-    from driftline.tasks.spec import MonitorSpec
+    from driftline.tasks.config.spec import MonitorSpec
 
     return "summary" in MonitorSpec.model_fields
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import f1_score, roc_auc_score
 
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.run.pipeline import run_monitor
 from tests.demo import write_spec
 
 CHECKS = ["drift.numeric", "drift.prediction", "performance.overall"]

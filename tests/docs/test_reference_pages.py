@@ -12,7 +12,7 @@ import pytest
 import typer
 
 from driftline.flows.cli import app
-from driftline.tasks.spec import MonitorSpec
+from driftline.tasks.config.spec import MonitorSpec
 
 pytest.importorskip("mkdocs", reason="the docs extra is not installed")
 HOOKS = Path(__file__).resolve().parents[2] / "docs" / "_hooks"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from driftline.tasks import pipeline
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.models import Run
-from driftline.tasks.spec import load_spec
+from driftline.tasks.run import pipeline
 from tests.faults.small_monitor import write_monitor
 
 

@@ -16,9 +16,9 @@ import yaml
 from typer.testing import CliRunner
 
 from driftline.flows.cli import EXIT_USAGE, app
-from driftline.tasks.read_limits import ReadLimits
+from driftline.tasks.config.spec import ExecutionSpec
 from driftline.tasks.sources import SourceError, read_table
-from driftline.tasks.spec import ExecutionSpec
+from driftline.tasks.sources.read_limits import ReadLimits
 
 runner = CliRunner()
 MB = 1024 * 1024

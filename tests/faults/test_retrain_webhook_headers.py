@@ -9,8 +9,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from driftline.tasks.retrain import RetrainRequest, trigger_plain
-from driftline.tasks.spec import RetrainSpec
+from driftline.tasks.config.spec import RetrainSpec
+from driftline.tasks.retraining.actions import RetrainRequest, trigger_plain
 from tests.alerts.slack_server import SlackStandIn
 
 
@@ -31,7 +31,7 @@ def test_the_webhook_is_called_whatever_the_script_of_the_batch_id(tmp_path: Pat
 
 
 def test_a_plain_key_is_sent_as_it_is_and_controls_cannot_start_a_header() -> None:
-    from driftline.tasks.safe_text import header_value
+    from driftline.tasks.tools.safe_text import header_value
 
     assert header_value("driftline:churn:2024-05-01:0123abcd") == "driftline:churn:2024-05-01:0123abcd"
     assert header_value("a\r\nX-Injected: 1%") == "a%0D%0AX-Injected: 1%25"

@@ -10,9 +10,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from driftline import load_spec, run_monitor
+from driftline.tasks.config.spec import MonitorSpec
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.models import AlertOutbox
-from driftline.tasks.spec import MonitorSpec
 from tests.alerts.builders import TOKEN
 from tests.alerts.slack_server import Reply, SlackStandIn, closed_port_url
 from tests.demo import count, write_spec

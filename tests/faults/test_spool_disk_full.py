@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from driftline.flows.cli import app
 from driftline.flows.cli_common import EXIT_NOT_KEPT
-from driftline.tasks import driver
-from driftline.tasks.steps import RetryPolicy
+from driftline.tasks.run import driver
+from driftline.tasks.run.steps import RetryPolicy
 from tests.demo import write_spec
 
 runner = CliRunner()

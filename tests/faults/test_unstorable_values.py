@@ -15,12 +15,12 @@ import yaml
 from sqlalchemy import create_engine, select
 
 from driftline import load_spec, run_monitor
-from driftline.tasks.context import RunContext
 from driftline.tasks.history.db import StoreUnavailable, open_store
 from driftline.tasks.history.failures import failure_kind
 from driftline.tasks.history.models import Incident, ResultRow, Run
-from driftline.tasks.persist import persist_run
-from driftline.tasks.spool import spool_run
+from driftline.tasks.run.context import RunContext
+from driftline.tasks.run.persist import persist_run
+from driftline.tasks.run.spool import spool_run
 
 LONG = "x" * 400
 BIDI = "amount\u202egpj.exe"

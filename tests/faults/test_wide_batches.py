@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from driftline.flows.cli import EXIT_USAGE, app
-from driftline.tasks.read_limits import ReadLimits
 from driftline.tasks.sources import SourceError, read_table
+from driftline.tasks.sources.read_limits import ReadLimits
 from tests.faults.small_monitor import write_monitor
 
 runner = CliRunner()

@@ -13,8 +13,8 @@ from sklearn.metrics import accuracy_score, recall_score, roc_auc_score
 from typer.testing import CliRunner
 
 from driftline.flows.cli import EXIT_USAGE, app
-from driftline.tasks.evaluate import evaluate
-from driftline.tasks.spec import ExecutionSpec
+from driftline.tasks.config.spec import ExecutionSpec
+from driftline.tasks.run.evaluate import evaluate
 from tests.tasks.model_fixture import load
 
 runner = CliRunner()

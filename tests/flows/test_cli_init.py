@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from driftline.data.demo import BATCHES
 from driftline.flows.cli import EXIT_USAGE, app
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
 
 runner = CliRunner()
 

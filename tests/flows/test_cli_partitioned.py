@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from driftline.flows import cli_run
 from driftline.flows.cli import EXIT_INTERNAL, EXIT_USAGE, app
-from driftline.tasks import partitioned
+from driftline.tasks.run import partitioned
 from tests.scale.conftest import BATCH, SIZES, write_monitor
 from tests.scale.helpers import assert_same_history, mixed_frame
 

@@ -13,7 +13,7 @@ from uuid import UUID
 import pytest
 import yaml
 
-from driftline.tasks.drift_overview import OVERVIEW_CHECK
+from driftline.tasks.views.drift_overview import OVERVIEW_CHECK
 from tests.demo import write_spec
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -176,7 +176,7 @@ def nothing_listening() -> Iterator[None]:
     from prefect.client.orchestration import get_client
 
     from driftline.flows.prefect_driver import expects
-    from driftline.tasks.retrain import FAILED_EVENT
+    from driftline.tasks.retraining.actions import FAILED_EVENT
 
     with get_client(sync_client=True) as client:
         listening = [

@@ -175,7 +175,7 @@ def test_serve_registers_the_spec_schedule(demo_data: Path, tmp_path: Path) -> N
     from prefect.client.orchestration import get_client
 
     from driftline.flows.monitor import monitor_deployment
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
 
     spec_path = write_spec(demo_data, tmp_path, schedule={"cron": "30 5 * * 1", "timezone": "Europe/Paris"})
     deployment_id = monitor_deployment(load_spec(spec_path), spec_path).apply()
@@ -190,7 +190,7 @@ def test_serve_registers_the_spec_schedule(demo_data: Path, tmp_path: Path) -> N
 def test_a_crashed_run_leaves_an_error_row_naming_the_cause(demo_data: Path, tmp_path: Path) -> None:
     from driftline.flows.monitor import monitor
     from driftline.tasks.history.query import list_runs
-    from driftline.tasks.model import ModelError
+    from driftline.tasks.references.model import ModelError
 
     url = f"sqlite:///{tmp_path / 'history.db'}"
     spec = write_spec(demo_data, tmp_path, store_url=url, model="tests.tasks.nowhere:load")

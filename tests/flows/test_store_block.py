@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import SpecError, load_spec
+from driftline.tasks.config.spec import SpecError, load_spec
+from driftline.tasks.run.pipeline import run_monitor
 from tests.scale.conftest import BATCH, write_monitor
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from driftline.checks.result import CheckResult
 from driftline.flows import prefect_driver
 from driftline.flows.prefect_driver import errored_message, failure_event_id, failure_message
-from driftline.tasks.retrain import RetrainRequest
+from driftline.tasks.retraining.actions import RetrainRequest
 
 
 def result(check: str, target: str, severity: str, share: float | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine
 
 from driftline.checks import CheckResult
-from driftline.tasks.estimate_checks import assess_estimates
+from driftline.tasks.hindsight.estimates import assess_estimates
 from driftline.tasks.history.query import latest_results, read_history
 from driftline.tasks.history.store import record_late_results, record_run
 from driftline.tasks.site.gather import performance_series

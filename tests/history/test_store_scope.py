@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.history import db
 from driftline.tasks.history.db import StoreUnavailable, connected_store, store_scope
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.run.pipeline import run_monitor
 from tests.demo import write_spec
 
 

@@ -83,8 +83,8 @@ def write_synthetic_spec(folder: Path, database_url: str) -> Path:
 @pytest.fixture(scope="package")
 def synthetic_run(tmp_path_factory: pytest.TempPathFactory) -> SyntheticRun:
     """Five runs of the synthetic monitor through the plain engine, each writing its HTML report."""
-    from driftline.tasks.pipeline import run_monitor
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
+    from driftline.tasks.run.pipeline import run_monitor
 
     folder = tmp_path_factory.mktemp("synthetic")
     url = f"sqlite:///{folder / 'history.db'}"

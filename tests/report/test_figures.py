@@ -16,7 +16,6 @@ from driftline.checks import registry
 from driftline.checks.base import FIGURES, Metric
 from driftline.checks.columns import Columns
 from driftline.checks.registry import create
-from driftline.tasks.attribution_plots import FIGURES as ATTRIBUTION_FIGURES
 from driftline.tasks.history.trend import MAD_NORMAL_SCALE
 from driftline.tasks.report.figures import (
     RESULT_PICTURES,
@@ -32,6 +31,7 @@ from driftline.tasks.report.figures import (
     subset_data,
 )
 from driftline.tasks.report.trends import band_floors, baseline_bands, key_metric
+from driftline.tasks.views.attribution_plots import FIGURES as ATTRIBUTION_FIGURES
 from tests.report.conftest import make_frame
 
 COLUMNS = Columns(id="id", label="label", score="score", numeric=("x",), categorical=("c",))

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from driftline.flows import cli_report  # noqa: F401  (registers `driftline report`)
 from driftline.flows.cli_common import app
 from driftline.flows.demo import worst_run
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.history.db import connected_store
 from driftline.tasks.report import ReportDataError, render_html, write_html_report
 from driftline.tasks.report.gather import from_store, from_summary
-from driftline.tasks.spec import load_spec
 from tests.report.conftest import BATCHES, SENTINEL, SyntheticRun
 
 MAX_BYTES = 2 * 1024 * 1024
@@ -153,7 +153,7 @@ def test_text_from_the_data_is_escaped(synthetic_run: SyntheticRun) -> None:
 def test_a_report_that_cannot_be_written_never_fails_the_run(
     synthetic_run: SyntheticRun, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from driftline.tasks.pipeline import run_monitor
+    from driftline.tasks.run.pipeline import run_monitor
 
     def broken(*args, **kwargs):
         raise OSError("disk full")

@@ -13,7 +13,6 @@ from sklearn.calibration import calibration_curve
 
 from driftline.checks.columns import Columns
 from driftline.checks.registry import create
-from driftline.tasks.drawing import nice_ticks
 from driftline.tasks.history.trend import MAD_NORMAL_SCALE
 from driftline.tasks.report.figures import (
     BAND_COLOUR,
@@ -27,6 +26,7 @@ from driftline.tasks.report.figures import (
     trend_svg,
 )
 from driftline.tasks.report.trends import baseline_bands
+from driftline.tasks.tools.drawing import nice_ticks
 from tests.report.conftest import make_frame
 from tests.report.test_figures import psi_series
 

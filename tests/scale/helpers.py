@@ -15,9 +15,9 @@ import pandas as pd
 
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.history.db import connected_store
 from driftline.tasks.history.query import latest_results
-from driftline.tasks.spec import load_spec
 
 # Sums added in another order differ in the last bits; counts must be equal.
 REL = 1e-9

@@ -18,7 +18,7 @@ from scipy import stats
 
 from benchmarks import alert_data, sequence_data
 from benchmarks.monitor_sequence import MonitoredSequence, batch_id
-from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.references.profiles import ProfileCache
 from tests.alerts.slack_server import SlackStandIn
 
 CLEAN, SHIFTED, ROWS = 5, 3, 1000

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.run.pipeline import run_monitor
 from tests.scale.conftest import BATCH, SIZES
 from tests.scale.helpers import assert_same_history
 

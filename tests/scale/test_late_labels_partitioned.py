@@ -16,14 +16,14 @@ import yaml
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sqlalchemy import create_engine
 
-from driftline.tasks import sql_pages
-from driftline.tasks.context import RunContext, RunOptions
+from driftline.tasks.config.spec import MonitorSpec, load_spec
 from driftline.tasks.history.db import connected_store
 from driftline.tasks.history.query import latest_results
-from driftline.tasks.late_labels import LabelJoin, join_late_labels
-from driftline.tasks.partitioned import run_partitioned
-from driftline.tasks.reference import prepare_reference
-from driftline.tasks.spec import MonitorSpec, load_spec
+from driftline.tasks.references.reference import prepare_reference
+from driftline.tasks.run import sql_pages
+from driftline.tasks.run.context import RunContext, RunOptions
+from driftline.tasks.run.late_labels import LabelJoin, join_late_labels
+from driftline.tasks.run.partitioned import run_partitioned
 from tests.scale.helpers import mixed_frame
 
 BATCHES = ("2024-05-01", "2024-05-02")
@@ -149,7 +149,7 @@ def test_partitions_that_cannot_be_joined_are_logged_and_retried(
     labels = land(monitor, BATCHES[0])
     odd = monitor.parent / "parts" / BATCHES[0] / "part-9.parquet"
     pd.DataFrame({"other": [1.0]}).to_parquet(odd)
-    with caplog.at_level(logging.WARNING, logger="driftline.tasks.late_labels"):
+    with caplog.at_level(logging.WARNING, logger="driftline.tasks.run.late_labels"):
         assert join(spec, BATCHES[1]) == []
     assert "part-9.parquet" in caplog.text and "schema differs" in caplog.text
     odd.unlink()
@@ -157,7 +157,7 @@ def test_partitions_that_cannot_be_joined_are_logged_and_retried(
     clean = pd.read_parquet(first)
     pd.concat([clean, clean.head(2)]).to_parquet(first, index=False)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="driftline.tasks.late_labels"):
+    with caplog.at_level(logging.WARNING, logger="driftline.tasks.run.late_labels"):
         assert join(spec, BATCHES[1]) == []
     assert "gives an id in column 'id' to more than one row" in caplog.text
     clean.to_parquet(first, index=False)
@@ -166,7 +166,7 @@ def test_partitions_that_cannot_be_joined_are_logged_and_retried(
     shared = clean[clean["id"].isin(labels["id"])].head(1)  # a labelled row of part 0, again in part 1
     pd.concat([kept, shared]).to_parquet(second, index=False)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="driftline.tasks.late_labels"):
+    with caplog.at_level(logging.WARNING, logger="driftline.tasks.run.late_labels"):
         assert join(spec, BATCHES[1]) == []
     assert f"id {shared['id'].iloc[0]!r} (column 'id') to rows of more than one partition" in caplog.text
     kept.to_parquet(second, index=False)

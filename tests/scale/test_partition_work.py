@@ -15,9 +15,9 @@ from prefect import flow
 
 from driftline.checks.columns import Columns
 from driftline.flows.prefect_driver import PrefectDriver
-from driftline.tasks.partitioned import Partition, PartitionWork
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.run.partitioned import Partition, PartitionWork
+from driftline.tasks.run.pipeline import run_monitor
 from tests.scale.conftest import BATCH, SIZES
 from tests.scale.helpers import assert_same_history
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from driftline.tasks import partitioned
-from driftline.tasks.partitioned import run_partitioned
-from driftline.tasks.pipeline import run_monitor
+from driftline.tasks.config.spec import SpecError, load_spec
+from driftline.tasks.run import partitioned
+from driftline.tasks.run.partitioned import run_partitioned
+from driftline.tasks.run.pipeline import run_monitor
 from driftline.tasks.sources import SourceError, list_batch_ids, load_file_batch
-from driftline.tasks.spec import SpecError, load_spec
 from tests.scale.conftest import BATCH, SIZES, write_monitor
 from tests.scale.helpers import assert_same_history, stored
 

@@ -20,14 +20,14 @@ import pytest
 import yaml
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from driftline.tasks import partitioned
-from driftline.tasks.driver import Driver
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.history.db import connected_store
 from driftline.tasks.history.query import latest_results
-from driftline.tasks.partitioned import RowGroups, plan_batch, plan_row_groups, run_partitioned
-from driftline.tasks.pipeline import RunSummary, run_monitor
+from driftline.tasks.run import partitioned
+from driftline.tasks.run.driver import Driver
+from driftline.tasks.run.partitioned import RowGroups, plan_batch, plan_row_groups, run_partitioned
+from driftline.tasks.run.pipeline import RunSummary, run_monitor
 from driftline.tasks.sources import SourceError
-from driftline.tasks.spec import load_spec
 from tests.scale.conftest import BATCH, write_monitor
 from tests.scale.helpers import assert_same_history, mixed_frame
 

@@ -15,12 +15,12 @@ import yaml
 from sqlalchemy import create_engine, text
 
 from driftline.checks.columns import Columns
-from driftline.tasks.partitioned import read_partition, run_partitioned
-from driftline.tasks.pipeline import run_monitor
+from driftline.tasks.config.spec import SpecError, load_spec, parse_spec
+from driftline.tasks.run.partitioned import read_partition, run_partitioned
+from driftline.tasks.run.pipeline import run_monitor
+from driftline.tasks.run.sql_pages import plan_sql_pages
 from driftline.tasks.sources import SourceError, read_sql
 from driftline.tasks.sources import sql as sql_source
-from driftline.tasks.spec import SpecError, load_spec, parse_spec
-from driftline.tasks.sql_pages import plan_sql_pages
 from tests.scale.conftest import BATCH, ROLES, write_monitor
 from tests.scale.helpers import assert_same_history, mixed_frame, stored
 
@@ -84,7 +84,7 @@ def test_paged_run_on_dask_workers(monitor_data: Path, tmp_path: Path) -> None:
     """The same SQLite batch, each page read by a Dask worker process (the plain driver on a Dask client)."""
     from distributed import Client, LocalCluster
 
-    from driftline.tasks.driver import Driver
+    from driftline.tasks.run.driver import Driver
 
     url = f"sqlite:///{tmp_path / 'source.db'}"
     engine = create_engine(url)

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from driftline.flows.cli import EXIT_USAGE, app
-from driftline.tasks.pipeline import report_dir
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.run.pipeline import report_dir
 from driftline.tasks.sources import BatchIdError, list_batch_ids, sql_window, valid_batch_id
-from driftline.tasks.spec import load_spec
 from tests.demo import write_spec
 
 runner = CliRunner()

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from driftline.flows.cli import EXIT_USAGE, app
 from driftline.tasks.history.db import StoreConfigError, masked_url, scrubbed, validate_database_url
-from driftline.tasks.spool import SPOOL_STORE, pending, spool_run
+from driftline.tasks.run.spool import SPOOL_STORE, pending, spool_run
 
 runner = CliRunner()
 SECRET = "S3cretQ"

@@ -47,7 +47,7 @@ def test_a_run_writes_owner_only_files(tmp_path: Path, open_umask: None) -> None
 
 
 def test_the_spool_is_owner_only(tmp_path: Path, open_umask: None) -> None:
-    from driftline.tasks.spool import spool_run
+    from driftline.tasks.run.spool import spool_run
 
     path = spool_run({"monitor": "m", "batch_id": "b"}, tmp_path / "spool", "sqlite:///h.db")
     assert (mode(path), mode(path.parent)) == (0o600, 0o700)

@@ -12,7 +12,7 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from driftline.flows.cli import app
-from driftline.tasks.safe_text import CONTROL
+from driftline.tasks.tools.safe_text import CONTROL
 from tests.faults.small_monitor import write_monitor
 
 runner = CliRunner()

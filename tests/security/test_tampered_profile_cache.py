@@ -24,7 +24,7 @@ from driftline.checks.fingerprint import frame_fingerprint
 from driftline.checks.profile_format import dump_profile, load_profile
 from driftline.checks.runner import run_check
 from driftline.checks.testing import CONTRACT_COLUMNS, assert_same_results, contract_frame
-from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.references.profiles import ProfileCache
 
 
 @dataclass(kw_only=True)
@@ -69,7 +69,7 @@ def cached_file(directory: Path) -> Path:
 def refits_with_warning(directory: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A fresh cache over `directory` refits MeanCheck, warns, and gives the right profile."""
     MeanCheck.fits = 0
-    with caplog.at_level(logging.WARNING, logger="driftline.tasks.profiles"):
+    with caplog.at_level(logging.WARNING, logger="driftline.tasks.references.profiles"):
         assert ProfileCache(directory).get_or_fit(MeanCheck(), REF, COLS, HASH) == {"mean": 2.0}
     assert MeanCheck.fits == 1
     assert "ignoring unreadable cached profile" in caplog.text
@@ -102,7 +102,9 @@ def forged(path: Path, edit) -> None:
             profile={"$": "dataclass", "class": "subprocess:Popen", "version": 1, "fields": {}}
         ),
         # a driftline class that is not a dataclass
-        lambda t: t.update(profile={"$": "dataclass", "class": "driftline.tasks.files:Path", "version": 1}),
+        lambda t: t.update(
+            profile={"$": "dataclass", "class": "driftline.tasks.tools.files:Path", "version": 1}
+        ),
         lambda t: t.update(profile={"$": "pickle", "data": "gASV"}),  # a type the format does not know
         lambda t: t.update(key="0" * 64),  # a file copied from another cache entry
         lambda t: t.update(version=0),  # an older format
@@ -140,7 +142,7 @@ def test_a_profile_the_format_cannot_hold_stays_in_memory(
         pass
 
     cache = ProfileCache(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="driftline.tasks.profiles"):
+    with caplog.at_level(logging.WARNING, logger="driftline.tasks.references.profiles"):
         cache._write("k", MeanCheck(), {"model": Opaque()})
     assert list(tmp_path.iterdir()) == []
     assert "kept in memory only" in caplog.text and "Opaque" in caplog.text

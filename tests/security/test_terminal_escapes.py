@@ -18,7 +18,7 @@ from driftline.flows.cli import EXIT_USAGE, app
 from driftline.flows.cli_run import _show_progress
 from driftline.tasks.alerts import AlertConfig, process_alerts
 from driftline.tasks.history.models import Base
-from driftline.tasks.safe_text import printable
+from driftline.tasks.tools.safe_text import printable
 from tests.alerts.builders import result
 
 runner = CliRunner()

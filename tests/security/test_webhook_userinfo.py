@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from driftline.flows.cli import EXIT_USAGE, app
-from driftline.tasks import retrain
 from driftline.tasks.alerts.config import AlertConfig
 from driftline.tasks.alerts.delivery import UnavailableSender, build_sender
-from driftline.tasks.retrain import RetrainRequest, trigger_plain
-from driftline.tasks.spec import RetrainSpec
+from driftline.tasks.config.spec import RetrainSpec
+from driftline.tasks.retraining import actions as retrain
+from driftline.tasks.retraining.actions import RetrainRequest, trigger_plain
 from tests.faults.small_monitor import write_monitor
 
 runner = CliRunner()

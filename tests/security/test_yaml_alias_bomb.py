@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from driftline.tasks.spec import MAX_SPEC_VALUES, SpecError, load_spec
+from driftline.tasks.config.spec import MAX_SPEC_VALUES, SpecError, load_spec
 
 HEAD = "name: m\nreference: {path: r.parquet}\nbatches: {path: 'b/{batch}.parquet'}\n"
 

@@ -11,7 +11,7 @@ import pytest
 
 from driftline.tasks.history.db import open_store
 from driftline.tasks.site import SiteWritten, write_site
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
 from tests.report.browser import chromium_or_skip, open_report
 from tests.report.conftest import SyntheticRun, synthetic_run  # noqa: F401  (the five real runs)
 from tests.site.conftest import fill

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from driftline.tasks.drawing import nice_ticks
+from driftline.tasks.tools.drawing import nice_ticks
 from driftline.tasks.report.figures import SEVERITY_COLOURS
 from driftline.tasks.site import svg
 from driftline.tasks.site.gather import HeatCell, HeatMap

@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from driftline.tasks.partitioned import run_partitioned
-from driftline.tasks.pipeline import run_monitor
+from driftline.tasks.run.partitioned import run_partitioned
+from driftline.tasks.run.pipeline import run_monitor
 from driftline.tasks.sources import FileSource, SourceError, list_batch_ids, load_file_batch, read_table
 from tests.scale.conftest import ROLES
 from tests.scale.helpers import assert_same_history, mixed_frame, stored
@@ -85,7 +85,7 @@ def test_a_monitor_on_s3_stores_what_the_same_files_give_locally(
     url, local = stored_data["url"], stored_data["local"]
     on_disk = spec_file(tmp_path / "disk", str(local / "reference.parquet"), str(local / "{batch}.parquet"))
     remote = spec_file(tmp_path / "s3", f"{url}/reference.parquet", f"{url}/batches/{{batch}}.parquet")
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
 
     for spec_path in (on_disk, remote):
         summary = run_monitor(load_spec(spec_path), BATCH, alerts=False, retrain=False)
@@ -102,7 +102,7 @@ def test_a_partitioned_run_over_s3_parts_stores_what_the_local_parts_give(
     reference = str(local / "reference.parquet")
     on_disk = spec_file(tmp_path / "disk", reference, str(local / "parts" / "{batch}" / "*.parquet"))
     remote = spec_file(tmp_path / "s3", f"{url}/reference.parquet", f"{url}/parts/{{batch}}/*.parquet")
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
 
     for spec_path in (on_disk, remote):
         run_partitioned(load_spec(spec_path), BATCH, alerts=False, retrain=False)
@@ -116,7 +116,7 @@ def test_a_missing_object_is_one_line_naming_its_url_and_nothing_is_stored(
     with pytest.raises(SourceError) as caught:
         read_table(f"{url}/nowhere/reference.parquet")
     assert str(caught.value) == f"{url}/nowhere/reference.parquet: no such object"
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
 
     spec_path = spec_file(tmp_path / "m", f"{url}/missing.parquet", f"{url}/batches/{{batch}}.parquet")
     with pytest.raises(SourceError, match=r"^s3://.*/missing\.parquet: no such object$"):
@@ -140,7 +140,7 @@ def test_the_read_budget_refuses_a_remote_object_on_its_footer(
 ) -> None:
     """A dictionary-encoded column of 200,000 copies of one 2 kB string: a few kilobytes stored, about
     400 MB decoded, past a 64 MB budget."""
-    from driftline.tasks.read_limits import ReadLimits
+    from driftline.tasks.sources.read_limits import ReadLimits
 
     bomb = pd.DataFrame({"text": ["x" * 2000] * 200_000})
     put_parquet(s3, bucket, "bomb.parquet", bomb)
@@ -163,7 +163,7 @@ def test_an_unreachable_endpoint_is_one_line_naming_the_url_and_nothing_is_store
     closed = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("AWS_ENDPOINT_URL", closed)
     s3fs.S3FileSystem.clear_instance_cache()  # the cached filesystem knows the live server
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
 
     spec_path = spec_file(tmp_path, "s3://gone/reference.parquet", "s3://gone/{batch}.parquet")
     try:

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
+from driftline.tasks.config.spec import SpecError, load_spec
+from driftline.tasks.run.pipeline import run_monitor
 from driftline.tasks.sources import Batch, DataSource, SourceError, register_source, registry
+from driftline.tasks.sources.read_limits import DEFAULT_LIMITS, ReadLimits
 from driftline.tasks.sources.storage import masked, url_problem
-from driftline.tasks.spec import SpecError, load_spec
 from tests.scale.helpers import stored
 from tests.sources.specs import write_monitor
 

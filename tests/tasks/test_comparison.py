@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sklearn.metrics import accuracy_score
 
-from driftline.tasks.comparison import comparison, comparison_line, deciding_metric
+from driftline.tasks.views.comparison import comparison, comparison_line, deciding_metric
 
 
 def stored(

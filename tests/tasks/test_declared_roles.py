@@ -11,7 +11,7 @@ import pytest
 
 from driftline.checks import registry
 from driftline.checks.catalog_index import CATALOG
-from driftline.tasks.ranking import model_level, ranked
+from driftline.tasks.views.ranking import model_level, ranked
 from tests.declared_checks import declared, registered
 
 

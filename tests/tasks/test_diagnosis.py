@@ -21,7 +21,11 @@ from driftline.checks.runner import run_check
 from driftline.data import ADULT_CATEGORICAL, ADULT_NUMERIC
 from driftline.data.demo import DATA_FILE, aged_sample
 from driftline.flows.cli import app
-from driftline.tasks.diagnosis import (
+from driftline.tasks.history.db import open_store
+from driftline.tasks.history.query import latest_results
+from driftline.tasks.history.store import record_run
+from driftline.tasks.tools.safe_text import CONTROL
+from driftline.tasks.views.diagnosis import (
     COLUMN_NULL,
     NEW_CATEGORY,
     SIGN_FLIP,
@@ -31,10 +35,6 @@ from driftline.tasks.diagnosis import (
     column_gone_null,
     diagnose,
 )
-from driftline.tasks.history.db import open_store
-from driftline.tasks.history.query import latest_results
-from driftline.tasks.history.store import record_run
-from driftline.tasks.safe_text import CONTROL
 
 ADULT = Path(__file__).parents[2] / "data" / "adult" / "adult.parquet"
 ADULT_COLUMNS = Columns(categorical=ADULT_CATEGORICAL, numeric=ADULT_NUMERIC)

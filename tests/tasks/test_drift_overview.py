@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from driftline.checks.result import CheckResult
-from driftline.tasks.drift_overview import OVERVIEW_CHECK, drift_overview
+from driftline.tasks.views.drift_overview import OVERVIEW_CHECK, drift_overview
 
 
 def _result(check: str, target: str, severity: str, status: str = "ok") -> CheckResult:

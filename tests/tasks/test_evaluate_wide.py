@@ -17,10 +17,10 @@ from benchmarks.wide_tables import TreeMemory, write_tables
 from driftline.checks.columns import infer_columns
 from driftline.checks.drift import NumericDrift
 from driftline.flows.cli import app
-from driftline.tasks import evaluate as evaluate_module
-from driftline.tasks.evaluate import ROLE_HEAD_ROWS, ParquetPair, evaluate, evaluate_files
+from driftline.tasks.config.spec import ExecutionSpec
+from driftline.tasks.run import evaluate as evaluate_module
+from driftline.tasks.run.evaluate import ROLE_HEAD_ROWS, ParquetPair, evaluate, evaluate_files
 from driftline.tasks.sources import SourceError, read_table
-from driftline.tasks.spec import ExecutionSpec
 
 NUMERIC = 100
 CATEGORIES = list("abcde")
@@ -151,7 +151,7 @@ def test_cli_shows_group_progress_on_parquet_files_unless_json(tmp_path) -> None
 # A process that evaluates drift.numeric on two files, 25 columns a group (so that even 100 columns
 # keep the default four workers busy).
 MEASURED = (
-    "import sys\nfrom pathlib import Path\nfrom driftline.tasks.evaluate import evaluate_files\n"
+    "import sys\nfrom pathlib import Path\nfrom driftline.tasks.run.evaluate import evaluate_files\n"
     "evaluate_files(['drift.numeric'], Path(sys.argv[1]), Path(sys.argv[2]), group_columns=25)\n"
 )
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from driftline.checks.columns import Columns
 from driftline.flows import cli_export  # registers export-expectations on the app
 from driftline.flows.cli import EXIT_USAGE, app
-from driftline.tasks.expectations_export import build_suite, export_from_spec, validate_suite
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.references.expectations_export import build_suite, export_from_spec, validate_suite
 
 runner = CliRunner()
 COLUMNS = Columns(

@@ -7,7 +7,7 @@ from functools import partial
 
 from driftline.checks import registry
 from driftline.checks.result import CheckResult
-from driftline.tasks.driver import CheckJob, Driver, started_first
+from driftline.tasks.run.driver import CheckJob, Driver, started_first
 
 NAMES = ["drift.numeric", "expectations.suite", "drift.categorical", "abnormal.nulls"]
 

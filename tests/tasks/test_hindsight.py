@@ -15,7 +15,7 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 from driftline import load_spec, run_monitor
 from driftline.flows.render import make_console, print_summary
-from driftline.tasks.estimate_checks import Comparison, compared, verdict
+from driftline.tasks.hindsight.estimates import Comparison, compared, verdict
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.query import read_history
 from tests.demo import write_spec
@@ -244,11 +244,11 @@ def test_a_run_without_estimates_or_realised_performance_reads_no_history(tmp_pa
     from datetime import UTC, datetime
 
     from driftline.checks.result import CheckResult
-    from driftline.tasks.hindsight import hindsight
+    from driftline.tasks.hindsight.premises import hindsight
 
     unreachable = f"sqlite:///{tmp_path / 'missing' / 'folder' / 'history.db'}"
     drift = [CheckResult(check="drift.numeric", target="AGEP", metrics={"psi": 0.4})]
-    with caplog.at_level("WARNING", logger="driftline.tasks.hindsight"):
+    with caplog.at_level("WARNING", logger="driftline.tasks.hindsight.premises"):
         assert hindsight(unreachable, "m", ("b1", datetime(2024, 1, 1, tzinfo=UTC), "ref"), drift) == []
         labelled = [CheckResult(check="performance.overall", target="*", metrics={"auc": 0.8})]
         assert hindsight(unreachable, "m", ("b1", datetime(2024, 1, 1, tzinfo=UTC), "ref"), labelled) == []

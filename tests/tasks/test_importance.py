@@ -17,14 +17,14 @@ from sklearn.preprocessing import StandardScaler
 
 from driftline.checks.columns import Columns
 from driftline.checks.result import CheckResult
-from driftline.tasks import importance as module
-from driftline.tasks.importance import (
+from driftline.tasks.references import importance as module
+from driftline.tasks.references.importance import (
     FeatureImportance,
     attach_importance,
     feature_importance,
     reference_importance,
 )
-from driftline.tasks.reference import LazyReference, PreparedReference, ReferenceFacts
+from driftline.tasks.references.reference import LazyReference, PreparedReference, ReferenceFacts
 
 FEATURES = ["a", "b", "c"]
 COLUMNS = Columns(numeric=tuple(FEATURES), label="y")

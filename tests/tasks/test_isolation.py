@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from driftline.checks.errors import CheckInputError
-from driftline.tasks.isolation import CheckTimeout, WorkerDied, WorkerRaised, run_isolated
+from driftline.tasks.run.isolation import CheckTimeout, WorkerDied, WorkerRaised, run_isolated
 
 
 def test_the_value_comes_back() -> None:

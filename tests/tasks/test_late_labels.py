@@ -12,11 +12,11 @@ import yaml
 from sklearn.metrics import accuracy_score, roc_auc_score
 
 from driftline import load_spec, run_monitor
+from driftline.tasks.config.spec import SpecError
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.query import list_runs, read_history
-from driftline.tasks.late_labels import joined, keyed_labels
+from driftline.tasks.run.late_labels import joined, keyed_labels
 from driftline.tasks.sources import SourceError
-from driftline.tasks.spec import SpecError
 from tests.demo import write_spec
 
 LABEL = "employed"

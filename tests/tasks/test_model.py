@@ -8,7 +8,7 @@ import pytest
 
 from driftline.checks.columns import Columns, infer_columns
 from driftline.checks.errors import CheckInputError
-from driftline.tasks.model import ModelError, load_model, roles_for_model, score_frame
+from driftline.tasks.references.model import ModelError, load_model, roles_for_model, score_frame
 from tests.tasks.model_fixture import load
 
 COLS = Columns(numeric=("a", "b"), label="y")

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.run.pipeline import run_monitor
 
 MODEL_MODULE = """
 import numpy as np

@@ -8,9 +8,9 @@ import stat
 
 import pytest
 
-from driftline.tasks.context import RunContext
-from driftline.tasks.name_claims import claim_file
-from driftline.tasks.spec import SpecError, load_spec
+from driftline.tasks.config.name_claims import claim_file
+from driftline.tasks.config.spec import SpecError, load_spec
+from driftline.tasks.run.context import RunContext
 
 SPEC = """\
 name: {name}

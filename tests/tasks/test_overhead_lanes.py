@@ -13,8 +13,8 @@ from functools import partial
 import pytest
 
 from driftline.checks.registry import create
-from driftline.tasks.driver import CheckJob, Driver
-from driftline.tasks.isolation import CheckTimeout, Lane, WorkerDied
+from driftline.tasks.run.driver import CheckJob, Driver
+from driftline.tasks.run.isolation import CheckTimeout, Lane, WorkerDied
 
 
 def _pid() -> int:

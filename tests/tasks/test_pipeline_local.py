@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.history.models import ResultRow, Run
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.run.pipeline import run_monitor
 from tests.demo import BLOCK_PREFECT, count, write_spec
 from tests.runaway_checks import registered
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.fingerprint import code_fingerprint
-from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.references.profiles import ProfileCache
 
 SOURCE = '''
 from dataclasses import dataclass

@@ -11,8 +11,8 @@ import pytest
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.fingerprint import frame_fingerprint
-from driftline.tasks.profiles import SUFFIX, ProfileCache
-from driftline.tasks.spool import pending, replay_spool, spool_run
+from driftline.tasks.references.profiles import SUFFIX, ProfileCache
+from driftline.tasks.run.spool import pending, replay_spool, spool_run
 
 STORE = "sqlite:///history.db"
 

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from driftline.checks import registry
-from driftline.tasks.ranking import importance_text, model_level, ranked, stored_importance
+from driftline.tasks.views.ranking import importance_text, model_level, ranked, stored_importance
 
 
 def result(

@@ -14,8 +14,8 @@ import yaml
 
 from driftline import load_spec, run_monitor
 from driftline.checks.fingerprint import frame_fingerprint
-from driftline.tasks import pipeline
-from driftline.tasks.reference import model_fingerprint
+from driftline.tasks.references.reference import model_fingerprint
+from driftline.tasks.run import pipeline
 from tests.tasks.model_fixture import load
 
 

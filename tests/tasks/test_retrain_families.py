@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from driftline.checks.result import CheckResult
 from driftline.flows.render import format_retraining
-from driftline.tasks.pipeline import RunSummary
-from driftline.tasks.retrain_trigger import retraining_failures
-from driftline.tasks.spec import RetrainSpec
+from driftline.tasks.config.spec import RetrainSpec
+from driftline.tasks.retraining.trigger import retraining_failures
+from driftline.tasks.run.pipeline import RunSummary
 
 
 def summary(*failing: tuple[str, str]) -> RunSummary:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.retrain import RETRAIN_ALWAYS
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.retraining.actions import RETRAIN_ALWAYS
+from driftline.tasks.run.pipeline import run_monitor
 from tests.demo import write_spec
 
 

@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 
 from driftline.checks.columns import Columns
 from driftline.checks.result import CheckResult
-from driftline.tasks.context import RunContext, RunOptions
+from driftline.tasks.config.spec import MonitorSpec
 from driftline.tasks.history.models import Incident
-from driftline.tasks.pipeline import Ran, RunSummary, conclude_run, tracked_run
-from driftline.tasks.reference import PreparedReference
-from driftline.tasks.spec import MonitorSpec
+from driftline.tasks.references.reference import PreparedReference
+from driftline.tasks.run.context import RunContext, RunOptions
+from driftline.tasks.run.pipeline import Ran, RunSummary, conclude_run, tracked_run
 
 START = datetime(2025, 1, 6, tzinfo=UTC)
 PREPARED = PreparedReference(pd.DataFrame({"x": [1.0, 2.0]}), Columns(numeric=["x"]), "0" * 64, None)

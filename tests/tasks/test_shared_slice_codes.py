@@ -13,9 +13,9 @@ import pytest
 from driftline.checks import slice_codes
 from driftline.checks.slice_codes import batch_codes, sharing_codes
 from driftline.checks.slicing import apply_slices, fit_slices
-from driftline.tasks.isolation import run_isolated
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
+from driftline.tasks.run.isolation import run_isolated
+from driftline.tasks.run.pipeline import run_monitor
 from tests.demo import write_spec
 
 SUBSET_CHECKS = ["subset.accuracy", "subset.f1", "subset.auc"]

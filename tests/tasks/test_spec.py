@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from driftline.tasks.spec import SpecError, load_spec
+from driftline.tasks.config.spec import SpecError, load_spec
 
 VALID = """
 name: shop-churn
@@ -84,7 +84,7 @@ def test_thresholds_accept_a_single_number(tmp_path) -> None:
 
 
 def test_past_batch_ids_from_template_given_or_sql(tmp_path) -> None:
-    from driftline.tasks.spec import past_batch_ids
+    from driftline.tasks.config.spec import past_batch_ids
 
     (tmp_path / "batches").mkdir()
     for name in ("b-10", "b-2"):

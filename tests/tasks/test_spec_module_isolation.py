@@ -17,10 +17,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score
 
 from driftline.checks import registry
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.history.db import connected_store
 from driftline.tasks.history.query import latest_results
-from driftline.tasks.pipeline import run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.run.pipeline import run_monitor
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "revenue_check.py"
 MODEL = """

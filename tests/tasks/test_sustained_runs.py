@@ -17,11 +17,11 @@ from sqlalchemy import select
 
 from driftline.checks.result import severity_rank
 from driftline.data import demo
-from driftline.tasks import pipeline
+from driftline.tasks.config.spec import load_spec
 from driftline.tasks.history.db import open_store
 from driftline.tasks.history.models import ResultRow
-from driftline.tasks.pipeline import RunSummary, run_monitor
-from driftline.tasks.spec import load_spec
+from driftline.tasks.run import pipeline
+from driftline.tasks.run.pipeline import RunSummary, run_monitor
 
 CATEGORICAL = ["SCHL", "MAR", "RELP", "DIS", "ESP", "CIT", "MIG", "MIL", "ANC", "NATIVITY", "SEX", "RAC1P"]
 CHECKS = ["drift.numeric", "drift.categorical", "drift.label", "abnormal.unseen_categorical"]

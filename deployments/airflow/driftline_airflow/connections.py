@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from driftline_airflow.hooks.driftline import CONN_TYPE, slack_secret_of, store_url_of
 
 if TYPE_CHECKING:
-    from driftline.tasks.spec import MonitorSpec
+    from driftline.tasks.config.spec import MonitorSpec
 
 DB_CONN_ID = "driftline_db"
 SLACK_CONN_ID = "driftline_slack"

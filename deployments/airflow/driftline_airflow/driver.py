@@ -11,10 +11,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from driftline.tasks.driver import Driver
-from driftline.tasks.pipeline import report_dir
-from driftline.tasks.retrain import RetrainRequest, trigger_plain
-from driftline.tasks.spec import MonitorSpec
+from driftline.tasks.config.spec import MonitorSpec
+from driftline.tasks.retraining.actions import RetrainRequest, trigger_plain
+from driftline.tasks.run.driver import Driver
+from driftline.tasks.run.pipeline import report_dir
 from driftline_airflow.connections import get_connection, slack_secret
 from driftline_airflow.report import write_report
 

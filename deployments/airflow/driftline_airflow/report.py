@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from driftline.tasks.files import write_private_file
-from driftline.tasks.result_rows import result_rows
-from driftline.tasks.safe_text import printable
+from driftline.tasks.tools.files import write_private_file
+from driftline.tasks.tools.safe_text import printable
+from driftline.tasks.views.result_rows import result_rows
 from driftline_airflow.xcom import strict_json
 
 REPORT_JSON = "summary.json"

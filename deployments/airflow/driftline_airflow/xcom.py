@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from driftline.checks.result import CheckResult
-    from driftline.tasks.pipeline import RunSummary
+    from driftline.tasks.run.pipeline import RunSummary
 
 # How many failing feature-level checks the monitor's XCom (and the retraining conf) lists beside the
 # model-level ones, which are all listed; and how many the task's failure message names.
@@ -34,9 +34,9 @@ def strict_json(value: Any) -> Any:
 
 def listed_failures(summary: RunSummary, minimum: str, others: int) -> tuple[list[CheckResult], int]:
     """The run's results at or above `minimum` in the one order of every surface
-    (`driftline.tasks.ranking`): every model-level result (output drift, performance, fairness), then
+    (`driftline.tasks.views.ranking`): every model-level result (output drift, performance, fairness), then
     up to `others` more; and how many were left out."""
-    from driftline.tasks.ranking import model_level, ranked
+    from driftline.tasks.views.ranking import model_level, ranked
 
     hits = ranked(summary.failing(minimum), lambda r: r.to_dict())
     model = [r for r in hits if model_level(r.check)]
@@ -57,7 +57,7 @@ def failing_checks(summary: RunSummary, minimum: str) -> list[dict[str, Any]]:
 def verdict(summary: RunSummary, fail_on: str) -> str:
     """Why the task fails, in one line: the worst severity, the model-level failures all, up to
     `VERDICT_LISTED` others, then how many more."""
-    from driftline.tasks.safe_text import printable
+    from driftline.tasks.tools.safe_text import printable
 
     hits, more = listed_failures(summary, fail_on, VERDICT_LISTED)
     names = [printable(f"{r.check}[{r.target}]").replace("\n", "\\n") for r in hits]

@@ -162,7 +162,7 @@ def test_the_hook_reads_its_connection(monkeypatch: pytest.MonkeyPatch, tmp_path
     # the operator's lookups take the same connection
     conn = hook.connection
     assert slack_secret(conn) == "xoxb-1"
-    from driftline.tasks.spec import MonitorSpec
+    from driftline.tasks.config.spec import MonitorSpec
 
     spec = MonitorSpec.model_validate(
         {

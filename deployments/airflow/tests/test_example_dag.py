@@ -188,8 +188,8 @@ def test_stored_results_equal_the_core_run(
 ) -> None:
     """The rows the operator stored equal those of the core run as `driftline run` runs it, over the
     same batches before it (evidence accumulates over a monitor's recent batches)."""
-    from driftline.tasks.pipeline import run_monitor
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
+    from driftline.tasks.run.pipeline import run_monitor
 
     spec_path = Path(os.environ["DRIFTLINE_DEMO_DIR"]) / "monitor.yaml"
     url = f"sqlite:///{tmp_path / 'cli.db'}"

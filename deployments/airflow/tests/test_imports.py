@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 IMPORTS = (
-    "import driftline, driftline.tasks.pipeline, driftline.tasks.driver, driftline.checks.registry;"
+    "import driftline, driftline.tasks.run.pipeline, driftline.tasks.run.driver, driftline.checks.registry;"
     "import driftline_airflow, driftline_airflow.operators, driftline_airflow.get_provider_info;"
     "import driftline_airflow.example_dags.driftline_monitor;"
     "driftline.run_monitor; driftline.load_spec; driftline.run_check;"

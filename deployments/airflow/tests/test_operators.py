@@ -174,7 +174,7 @@ def failing(check: str, target: str, severity: str = "high", importance: float |
 
 
 def run_summary(results: list[Any]) -> Any:
-    from driftline.tasks.pipeline import RunSummary
+    from driftline.tasks.run.pipeline import RunSummary
 
     return RunSummary("m", "b1", "2024-01-01T00:00:00", 100, "failed", "high", results)
 
@@ -355,7 +355,7 @@ def test_login_and_password_are_url_encoded() -> None:
 
 
 def test_store_url_precedence(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
 
     spec = load_spec(project / "monitor.yaml")
     monkeypatch.setenv("AIRFLOW_CONN_UNIT_DB", json.dumps({"conn_type": "sqlite", "host": "/tmp/conn.db"}))
@@ -402,7 +402,7 @@ def slack_api() -> Iterator[str]:
 def test_slack_token_from_the_connection_reaches_slack(
     project: Path, slack_api: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
 
     alerts = f'{{min_severity: medium, slack: {{channel: "#ml", base_url: "{slack_api}"}}}}'
     (project / "monitor.yaml").write_text(SPEC.format(alerts=alerts))
@@ -427,7 +427,7 @@ def test_slack_token_from_the_connection_reaches_slack(
 
 
 def test_slack_webhook_from_the_connection(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from driftline.tasks.spec import load_spec
+    from driftline.tasks.config.spec import load_spec
 
     (project / "monitor.yaml").write_text(SPEC.format(alerts="{slack: {webhook_url_env: UNIT_HOOK}}"))
     monkeypatch.delenv("UNIT_HOOK", raising=False)

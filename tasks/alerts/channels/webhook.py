@@ -30,7 +30,7 @@ from driftline.tasks.alerts.channels.base import (
 from driftline.tasks.alerts.channels.http_post import post_json, url_secrets
 from driftline.tasks.alerts.channels.registry import register_channel
 from driftline.tasks.alerts.config import ChannelConfig, ChannelUrl
-from driftline.tasks.safe_text import header_value
+from driftline.tasks.tools.safe_text import header_value
 
 SIGNATURE_HEADER = "X-Driftline-Signature"
 DELIVERY_HEADER = "X-Driftline-Delivery"

@@ -12,7 +12,7 @@ from sklearn.metrics import accuracy_score
 import driftline.checks.text  # noqa: F401  (registration)
 from driftline.checks.columns import infer_columns
 from driftline.data.text import sentiment_model as sm
-from driftline.tasks.spec import load_spec
+from driftline.tasks.config.spec import load_spec
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ TableSource = str | Mapping[str, Any]
 def _in_task() -> Any:
     """Checks evaluated in the task's own process, one at a time: Airflow already isolates and times
     out the task (`execution_timeout`), and its task process runs threads a fork would copy."""
-    from driftline.tasks.spec import ExecutionSpec
+    from driftline.tasks.config.spec import ExecutionSpec
 
     return ExecutionSpec(isolation="thread", workers=1)
 
@@ -93,9 +93,9 @@ class DriftlineCheckOperator(BaseOperator):
         from driftline.checks.columns import split_roles
         from driftline.checks.errors import CheckInputError
         from driftline.checks.result import worst_severity
-        from driftline.tasks.evaluate import evaluate
+        from driftline.tasks.config.spec import severity_at_least
+        from driftline.tasks.run.evaluate import evaluate
         from driftline.tasks.sources import SourceError
-        from driftline.tasks.spec import severity_at_least
 
         names = [self.check] if isinstance(self.check, str) else list(self.check)
         params, roles = split_roles(self.check_params)

@@ -1,7 +1,7 @@
 """`DriftlineMonitorOperator`: one monitor run over one batch, in-process, through the driftline core.
 
 The task stores the same run, results, incidents and outbox rows as `driftline run` (the same core
-function, `driftline.tasks.pipeline.run_monitor`) and maps the outcome the way the CLI maps it to exit
+function, `driftline.tasks.run.pipeline.run_monitor`) and maps the outcome the way the CLI maps it to exit
 codes: a check at `fail_on` fails the task (exit 1), an empty batch skips it, a bad spec or unreadable
 data fails it without retries (exit 2), anything unexpected raises and is retried (exit 3).
 """
@@ -114,11 +114,11 @@ class DriftlineMonitorOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         """Run the monitor; return (push) the summary, or push it and fail or skip the task."""
-        from driftline.tasks.model import ModelError
-        from driftline.tasks.pipeline import run_monitor
-        from driftline.tasks.safe_text import printable
+        from driftline.tasks.config.spec import SpecError, severity_at_least
+        from driftline.tasks.references.model import ModelError
+        from driftline.tasks.run.pipeline import run_monitor
         from driftline.tasks.sources import SourceError
-        from driftline.tasks.spec import SpecError, severity_at_least
+        from driftline.tasks.tools.safe_text import printable
         from driftline_airflow.driver import AirflowDriver
 
         try:
@@ -156,7 +156,7 @@ class DriftlineMonitorOperator(BaseOperator):
 
     def prepared_spec(self) -> Any:
         """The spec, with the history database and Slack credential from the operator or connections."""
-        from driftline.tasks.spec import load_spec
+        from driftline.tasks.config.spec import load_spec
 
         spec = load_spec(Path(self.spec_path))
         db_conn = first_holding(

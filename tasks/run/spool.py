@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from driftline.tasks.files import write_private_file
+from driftline.tasks.tools.files import write_private_file
 
 log = logging.getLogger(__name__)
 

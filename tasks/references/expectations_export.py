@@ -27,8 +27,8 @@ from driftline.checks.base import Check
 from driftline.checks.columns import Columns, infer_task
 from driftline.checks.fingerprint import frame_fingerprint
 from driftline.checks.result import json_safe
-from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.spec import MonitorSpec
+from driftline.tasks.config.spec import MonitorSpec
+from driftline.tasks.references.profiles import ProfileCache
 
 MAX_CATEGORIES = 1000
 # A column whose distinct values exceed this share of its rows is an identifier or free text: no value set.
@@ -189,8 +189,8 @@ class ReferenceSuite:
 def export_from_spec(spec: MonitorSpec, name: str | None = None) -> ReferenceSuite:
     """The suite of a monitor's reference: loaded, scored (when the spec has a model) and profiled with
     the monitor's profile cache, like a run does; with the frame it describes."""
-    from driftline.tasks.model import load_model
-    from driftline.tasks.reference import inferred_roles, scored
+    from driftline.tasks.references.model import load_model
+    from driftline.tasks.references.reference import inferred_roles, scored
     from driftline.tasks.sources import open_source
 
     model = load_model(spec.model, spec.base_dir) if spec.model else None

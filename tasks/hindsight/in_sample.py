@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from driftline.checks.catalog_index import REALISED_PERFORMANCE
 from driftline.checks.result import CheckResult, format_number
-from driftline.tasks.estimate_checks import Batch
+from driftline.tasks.hindsight.estimates import Batch
 
 REFERENCE_CHECK = "run.reference"
 METRICS = ("auc", "accuracy", "f1")  # in the order a warning names the first that shows it

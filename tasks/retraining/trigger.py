@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from driftline.checks import registry
 from driftline.checks.result import CheckResult
-from driftline.tasks.retrain import RETRAIN_ALWAYS, RetrainRequest, older_batch_skip
-from driftline.tasks.spec import MonitorSpec, RetrainSpec
+from driftline.tasks.config.spec import MonitorSpec, RetrainSpec
+from driftline.tasks.retraining.actions import RETRAIN_ALWAYS, RetrainRequest, older_batch_skip
 
 if TYPE_CHECKING:
     from driftline.tasks.alerts.incidents import OpenIncident
-    from driftline.tasks.context import RunContext
-    from driftline.tasks.pipeline import RunSummary
+    from driftline.tasks.run.context import RunContext
+    from driftline.tasks.run.pipeline import RunSummary
 
 MAX_FAILING = 10  # failing results a request carries
 

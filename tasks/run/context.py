@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driftline.tasks.driver import Driver
-from driftline.tasks.name_claims import claim_name
-from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.retrain import Retraining
-from driftline.tasks.spec import MonitorSpec
+from driftline.tasks.config.name_claims import claim_name
+from driftline.tasks.config.spec import MonitorSpec
+from driftline.tasks.references.profiles import ProfileCache
+from driftline.tasks.retraining.actions import Retraining
+from driftline.tasks.run.driver import Driver
 
 # Checks without a mergeable evaluation are run on a gathered partitioned batch up to this many rows.
 GATHER_ROWS = 1_000_000

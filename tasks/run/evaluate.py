@@ -6,9 +6,9 @@ a group of columns at a time, each group a job of the plan whose worker reads on
 a table of a thousand columns costs (workers × group) columns of memory, not the table.
 
 With a model (an estimator or its `module:attribute` import path), the reference and the current table
-are scored before any check runs, as a monitor run scores its reference and batch (`tasks/model.py`):
-the model fills the prediction and score roles the data do not carry, and checks that call the model
-are given it.
+are scored before any check runs, as a monitor run scores its reference and batch
+(`tasks/references/model.py`): the model fills the prediction and score roles the data do not carry,
+and checks that call the model are given it.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from driftline.checks.drift import CategoricalDrift, NumericDrift
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import Screened, feature_targets, screen
 from driftline.tasks.alerts.config import AlertConfig
-from driftline.tasks.driver import CheckJob, Driver
-from driftline.tasks.model import (
+from driftline.tasks.config.spec import ExecutionSpec
+from driftline.tasks.references.model import (
     model_input_columns,
     output_columns,
     resolved_model,
@@ -37,11 +37,11 @@ from driftline.tasks.model import (
     score_frame,
     with_model,
 )
-from driftline.tasks.plan import CheckPlan, Evaluation, PlannedCheck
-from driftline.tasks.profiles import ProfileCache
+from driftline.tasks.references.profiles import ProfileCache
+from driftline.tasks.run.driver import CheckJob, Driver
+from driftline.tasks.run.plan import CheckPlan, Evaluation, PlannedCheck
+from driftline.tasks.run.steps import evaluate_check, grade_run
 from driftline.tasks.sources import parquet_shape, read_parquet_columns, read_parquet_head, read_table
-from driftline.tasks.spec import ExecutionSpec
-from driftline.tasks.steps import evaluate_check, grade_run
 
 # The reference's name in the profile cache of one call (kept in memory: nothing is written).
 REFERENCE_KEY = "evaluate"

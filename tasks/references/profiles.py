@@ -20,8 +20,8 @@ from driftline.checks.columns import Columns
 from driftline.checks.errors import NotApplicable
 from driftline.checks.fingerprint import code_fingerprint, config_fingerprint
 from driftline.checks.profile_format import ProfileFormatError, class_version, dump_profile, load_profile
-from driftline.tasks.files import write_cache_file
-from driftline.tasks.reference import LazyReference, materialised
+from driftline.tasks.references.reference import LazyReference, materialised
+from driftline.tasks.tools.files import write_cache_file
 
 log = logging.getLogger(__name__)
 

@@ -29,11 +29,14 @@ from driftline.checks.errors import CheckInputError, NotApplicable
 from driftline.checks.mergeable import merge_obstacle
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import Screened, failure_result, fitted_profile, missing_role, screen
-from driftline.tasks.attribution_plots import write_figures
-from driftline.tasks.context import GATHER_ROWS, RunContext, RunOptions
-from driftline.tasks.driver import Driver
-from driftline.tasks.isolation import may_fork_workers, run_isolated
-from driftline.tasks.pipeline import (
+from driftline.tasks.config.spec import MonitorSpec, SpecError, SqlSource
+from driftline.tasks.references.profiles import ProfileCache
+from driftline.tasks.references.reference import scored
+from driftline.tasks.retraining.actions import Retraining
+from driftline.tasks.run.context import GATHER_ROWS, RunContext, RunOptions
+from driftline.tasks.run.driver import Driver
+from driftline.tasks.run.isolation import may_fork_workers, run_isolated
+from driftline.tasks.run.pipeline import (
     Ran,
     RunSummary,
     awaited_label,
@@ -42,11 +45,9 @@ from driftline.tasks.pipeline import (
     report_dir,
     tracked_run,
 )
-from driftline.tasks.plan import SCHEMA_CHECK, CheckPlan, Evaluation, PlannedCheck, waiting_for_labels
-from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.reference import scored
-from driftline.tasks.retrain import Retraining
-from driftline.tasks.safe_text import first_line
+from driftline.tasks.run.plan import SCHEMA_CHECK, CheckPlan, Evaluation, PlannedCheck, waiting_for_labels
+from driftline.tasks.run.sql_pages import SqlPage, plan_sql_pages
+from driftline.tasks.run.steps import require_reference
 from driftline.tasks.sources import (
     FileSource,
     QuerySource,
@@ -63,9 +64,8 @@ from driftline.tasks.sources import (
 )
 from driftline.tasks.sources.storage import masked
 from driftline.tasks.sources.tables import parquet_input
-from driftline.tasks.spec import MonitorSpec, SpecError, SqlSource
-from driftline.tasks.sql_pages import SqlPage, plan_sql_pages
-from driftline.tasks.steps import require_reference
+from driftline.tasks.tools.safe_text import first_line
+from driftline.tasks.views.attribution_plots import write_figures
 
 NOT_SUPPORTED = "not supported on partitioned batches"
 # Partition states held before they are merged into the running state.

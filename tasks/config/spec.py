@@ -23,7 +23,7 @@ from pydantic import (
 from driftline.checks.result import severity_rank
 from driftline.checks.roles import RETRAIN_ROLES
 from driftline.tasks.alerts.config import AlertConfig, CallableUrl
-from driftline.tasks.read_limits import MAX_COLUMNS, READ_MEMORY_MB, ReadLimits
+from driftline.tasks.sources.read_limits import MAX_COLUMNS, READ_MEMORY_MB, ReadLimits
 
 Severity = Literal["none", "low", "medium", "high"]
 # Rows in one page of a SQL batch read in pages (`sql.page_by`) when `sql.page_rows` is not given.
@@ -345,7 +345,7 @@ class MonitorSpec(Strict):
     @classmethod
     def _predictions_have_a_column(cls, value: str | None, info: ValidationInfo) -> str | None:
         """Every model predicts: the column its predictions are written to must be no other role's."""
-        from driftline.tasks.model import output_column_taken, output_conflict
+        from driftline.tasks.references.model import output_column_taken, output_conflict
 
         other = output_column_taken(info.data.get("columns") or {}, "prediction") if value else None
         if other:

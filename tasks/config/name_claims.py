@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from driftline.tasks.files import write_cache_file
-from driftline.tasks.spec import MonitorSpec, SpecError
+from driftline.tasks.config.spec import MonitorSpec, SpecError
+from driftline.tasks.tools.files import write_cache_file
 
 
 def claim_file(spec: MonitorSpec) -> Path:

@@ -22,13 +22,13 @@ from driftline.checks.catalog_index import DATA_SUMMARY
 from driftline.checks.columns import Columns
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import missing_role
-from driftline.tasks.attribution_plots import write_figures
-from driftline.tasks.driver import CheckJob, Driver
-from driftline.tasks.model import with_model
-from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.reference import LazyReference
-from driftline.tasks.spec import CheckSpec, ExecutionSpec, MonitorSpec
-from driftline.tasks.steps import evaluate_check
+from driftline.tasks.config.spec import CheckSpec, ExecutionSpec, MonitorSpec
+from driftline.tasks.references.model import with_model
+from driftline.tasks.references.profiles import ProfileCache
+from driftline.tasks.references.reference import LazyReference
+from driftline.tasks.run.driver import CheckJob, Driver
+from driftline.tasks.run.steps import evaluate_check
+from driftline.tasks.views.attribution_plots import write_figures
 
 SCHEMA_CHECK = "schema.columns"
 WAITING_FOR_LABELS = "the batch has no labels yet: this check runs when they land (see `labels:`)"

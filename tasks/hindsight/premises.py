@@ -1,5 +1,5 @@
 """What labels say about a run's own premises, once they exist: the estimates' assumption
-(`tasks.estimate_checks`) and whether the reference looks in-sample (`tasks.reference_checks`).
+(`tasks.hindsight.estimates`) and whether the reference looks in-sample (`tasks.hindsight.in_sample`).
 
 One call after grading. When the run has an estimate or a realised-performance check, the run's own
 results and the monitor's stored ones of its newest `LOOKBACK_RUNS` runs (realised performance, joined
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from driftline.checks.catalog_index import REALISED_PERFORMANCE
 from driftline.checks.registry import declaration
 from driftline.checks.result import CheckResult
-from driftline.tasks.estimate_checks import assess_estimates
-from driftline.tasks.reference_checks import FIRST, REFERENCE_CHECK, in_sample_warning
+from driftline.tasks.hindsight.estimates import assess_estimates
+from driftline.tasks.hindsight.in_sample import FIRST, REFERENCE_CHECK, in_sample_warning
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

@@ -2,8 +2,8 @@
 
 Worst severity first; within a severity, what the model outputs and how well it does (prediction,
 score and label drift, performance, fairness) before feature-level checks; then the features the model
-relies on most (their stored importance, see `tasks.importance`); then the run's own order. Results that
-did not run (skipped, error) come last.
+relies on most (their stored importance, see `tasks.references.importance`); then the run's own order.
+Results that did not run (skipped, error) come last.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from driftline.checks.roles import MODEL_ROLES
 
 T = TypeVar("T")
 
-IMPORTANCE_KEY = "importance"  # the details key of a feature's importance (`tasks.importance`)
+IMPORTANCE_KEY = "importance"  # the details key of a feature's importance (`tasks.references.importance`)
 
 
 def model_level(check: str) -> bool:
@@ -28,8 +28,8 @@ def model_level(check: str) -> bool:
 
 
 def stored_importance(result: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The importance a stored result carries (see `tasks.importance.attach_importance`); None when it
-    has none, or a malformed one."""
+    """The importance a stored result carries (see `tasks.references.importance.attach_importance`);
+    None when it has none, or a malformed one."""
     value = (result.get("details") or {}).get(IMPORTANCE_KEY)
     if not isinstance(value, Mapping):
         return None

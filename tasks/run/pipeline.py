@@ -24,27 +24,27 @@ from driftline.checks.domains import stopping_problem
 from driftline.checks.result import CheckResult, severity_rank, worst_severity
 from driftline.checks.schema import stopping_problems
 from driftline.checks.slice_codes import SliceCodes, sharing_codes
-from driftline.tasks.attribution_plots import drawn_figures
-from driftline.tasks.context import RunContext, RunOptions
-from driftline.tasks.drift_overview import drift_overview
-from driftline.tasks.driver import CheckJob, Driver
-from driftline.tasks.hindsight import hindsight
+from driftline.tasks.config.spec import MonitorSpec, severity_at_least
+from driftline.tasks.hindsight.premises import hindsight
 from driftline.tasks.history.accumulation import accumulate_evidence
-from driftline.tasks.importance import attach_importance, reference_importance
-from driftline.tasks.persist import heartbeating, mark_crashed, mark_started, persist_run
-from driftline.tasks.plan import SCHEMA_CHECK, CheckPlan, Evaluation
-from driftline.tasks.profiles import NOT_CACHED, ProfileCache, Unfittable
-from driftline.tasks.reference import PreparedReference, prepare_reference, scored
-from driftline.tasks.retrain import Retraining
-from driftline.tasks.retrain_trigger import start_retraining
-from driftline.tasks.sources import Batch, open_source
-from driftline.tasks.spec import MonitorSpec, severity_at_least
-from driftline.tasks.steps import (
+from driftline.tasks.references.importance import attach_importance, reference_importance
+from driftline.tasks.references.profiles import NOT_CACHED, ProfileCache, Unfittable
+from driftline.tasks.references.reference import PreparedReference, prepare_reference, scored
+from driftline.tasks.retraining.actions import Retraining
+from driftline.tasks.retraining.trigger import start_retraining
+from driftline.tasks.run.context import RunContext, RunOptions
+from driftline.tasks.run.driver import CheckJob, Driver
+from driftline.tasks.run.persist import heartbeating, mark_crashed, mark_started, persist_run
+from driftline.tasks.run.plan import SCHEMA_CHECK, CheckPlan, Evaluation
+from driftline.tasks.run.steps import (
     grade_run,
     load_batch,
     load_reference,
     require_reference,
 )
+from driftline.tasks.sources import Batch, open_source
+from driftline.tasks.views.attribution_plots import drawn_figures
+from driftline.tasks.views.drift_overview import drift_overview
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ def conclude_run(context: RunContext, ran: Ran, prepared: PreparedReference) -> 
 
 def _late_labels(context: RunContext, batch_id: str, prepared: PreparedReference) -> list[dict[str, Any]]:
     """Join the labels that landed since onto earlier batches; a failure is logged, never fatal."""
-    from driftline.tasks.late_labels import join_late_labels
+    from driftline.tasks.run.late_labels import join_late_labels
 
     try:
         joins = join_late_labels(context, current_batch=batch_id, prepared=prepared)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from driftline.checks.result import CheckResult
-from driftline.tasks.drawing import escaped, svg
-from driftline.tasks.files import write_private_file
-from driftline.tasks.safe_text import printable
+from driftline.tasks.tools.drawing import escaped, svg
+from driftline.tasks.tools.files import write_private_file
+from driftline.tasks.tools.safe_text import printable
 
 FONT = "Helvetica, Arial, sans-serif"
 FONT_PX = 11

@@ -19,7 +19,7 @@ from typing import Any
 
 from driftline.checks.registry import declaration
 from driftline.checks.result import severity_rank
-from driftline.tasks.safe_text import printable
+from driftline.tasks.tools.safe_text import printable
 
 # Cause codes.
 COLUMN_NULL = "column_null"

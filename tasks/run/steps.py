@@ -16,10 +16,10 @@ from driftline.checks.columns import Columns
 from driftline.checks.evidence import grade_results
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import run_check
-from driftline.tasks.profiles import ProfileCache
-from driftline.tasks.read_limits import DEFAULT_LIMITS, ReadLimits
+from driftline.tasks.config.spec import MonitorSpec
+from driftline.tasks.references.profiles import ProfileCache
 from driftline.tasks.sources import Batch, DataSource, SourceError, open_source
-from driftline.tasks.spec import MonitorSpec
+from driftline.tasks.sources.read_limits import DEFAULT_LIMITS, ReadLimits
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """What an engine supplies to the monitor core, and the plain engine itself (no orchestrator).
 
-The core (`driftline.tasks.pipeline`) calls a driver for everything that differs between engines:
+The core (`driftline.tasks.run.pipeline`) calls a driver for everything that differs between engines:
 how an I/O step runs (here: in-process with the shared retry policy), how the checks fan out (here:
 a few forked workers, each computing checks one after another within each check's own limits), how
 a partitioned batch's partitions are mapped (here: a process pool, or a Dask cluster), where logs go,
@@ -22,10 +22,10 @@ from typing import Any, Literal, TypeVar
 from driftline.checks.base import Check
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import failure_result
-from driftline.tasks.isolation import Lane, fork_available, run_isolated
-from driftline.tasks.retrain import RetrainRequest, trigger_plain
-from driftline.tasks.spec import MonitorSpec
-from driftline.tasks.steps import IO_RETRIES
+from driftline.tasks.config.spec import MonitorSpec
+from driftline.tasks.retraining.actions import RetrainRequest, trigger_plain
+from driftline.tasks.run.isolation import Lane, fork_available, run_isolated
+from driftline.tasks.run.steps import IO_RETRIES
 
 T = TypeVar("T")
 log = logging.getLogger("driftline.run")

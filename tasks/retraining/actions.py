@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from driftline.tasks.alerts.config import http_url_problem
-from driftline.tasks.files import write_private_file
-from driftline.tasks.safe_text import header_value
-from driftline.tasks.spec import RetrainSpec
+from driftline.tasks.config.spec import RetrainSpec
+from driftline.tasks.tools.files import write_private_file
+from driftline.tasks.tools.safe_text import header_value
 
 if TYPE_CHECKING:
-    from driftline.tasks.context import RunContext
+    from driftline.tasks.run.context import RunContext
 
 log = logging.getLogger(__name__)
 

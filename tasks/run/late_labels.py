@@ -25,16 +25,16 @@ import pandas as pd
 
 from driftline.checks.columns import Columns
 from driftline.checks.result import CheckResult
-from driftline.tasks.context import RunContext
-from driftline.tasks.driver import Driver
+from driftline.tasks.config.spec import MonitorSpec, Source, SpecError
 from driftline.tasks.history.accumulation import accumulate_evidence
-from driftline.tasks.partitioned import NOT_SUPPORTED, plan_batch, require_partitionable
-from driftline.tasks.pipeline import Ran
-from driftline.tasks.plan import CheckPlan, Evaluation
-from driftline.tasks.reference import PreparedReference, scored
+from driftline.tasks.references.reference import PreparedReference, scored
+from driftline.tasks.run.context import RunContext
+from driftline.tasks.run.driver import Driver
+from driftline.tasks.run.partitioned import NOT_SUPPORTED, plan_batch, require_partitionable
+from driftline.tasks.run.pipeline import Ran
+from driftline.tasks.run.plan import CheckPlan, Evaluation
+from driftline.tasks.run.steps import grade_run, load_batch
 from driftline.tasks.sources import SourceError, open_source
-from driftline.tasks.spec import MonitorSpec, Source, SpecError
-from driftline.tasks.steps import grade_run, load_batch
 
 log = logging.getLogger(__name__)
 # Runs looked at per monitor run, newest first: labels older than this many batches are not waited for.

@@ -21,11 +21,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from driftline.tasks.context import RunContext
-from driftline.tasks.driver import Driver
-from driftline.tasks.spec import MonitorSpec
-from driftline.tasks.spool import REJECTED, SPOOLED, replay_spool, spool_run
-from driftline.tasks.steps import parse_record_times, record_run_step
+from driftline.tasks.config.spec import MonitorSpec
+from driftline.tasks.run.context import RunContext
+from driftline.tasks.run.driver import Driver
+from driftline.tasks.run.spool import REJECTED, SPOOLED, replay_spool, spool_run
+from driftline.tasks.run.steps import parse_record_times, record_run_step
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -28,10 +28,10 @@ import pandas as pd
 from driftline.checks.columns import Columns, infer_columns
 from driftline.checks.errors import CheckInputError
 from driftline.checks.fingerprint import code_fingerprint, config_fingerprint, frame_fingerprint
-from driftline.tasks.files import write_cache_file
-from driftline.tasks.model import load_model, roles_for_model, score_frame
+from driftline.tasks.config.spec import MonitorSpec, SpecError
+from driftline.tasks.references.model import load_model, roles_for_model, score_frame
 from driftline.tasks.sources import open_source
-from driftline.tasks.spec import MonitorSpec, SpecError
+from driftline.tasks.tools.files import write_cache_file
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from driftline.checks import registry
 from driftline.checks.columns import Columns
 from driftline.checks.fingerprint import code_fingerprint, config_fingerprint
 from driftline.checks.result import CheckResult
-from driftline.tasks.files import write_cache_file
-from driftline.tasks.model import model_features, model_input, scores_text
-from driftline.tasks.ranking import IMPORTANCE_KEY
-from driftline.tasks.reference import PreparedReference, materialised, model_fingerprint
+from driftline.tasks.references.model import model_features, model_input, scores_text
+from driftline.tasks.references.reference import PreparedReference, materialised, model_fingerprint
+from driftline.tasks.tools.files import write_cache_file
+from driftline.tasks.views.ranking import IMPORTANCE_KEY
 
 log = logging.getLogger(__name__)
 

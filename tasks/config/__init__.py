@@ -1,0 +1,1 @@
+"""The monitor spec and the names it claims."""

@@ -1,0 +1,2 @@
+"""Results as people read them: their order, the one-line comparison and diagnosis, display rows, the drift
+headline and the attribution figures."""
