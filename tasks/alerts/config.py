@@ -137,7 +137,7 @@ def typed_channel(value: Any) -> Any:
 class SlackConfig(ChannelConfig):
     """Slack delivery: a bot token posting to `channel`, or an incoming webhook."""
 
-    kind: Literal["slack"] = "slack"
+    kind: Literal["slack"] = Field("slack", description="`slack`")
     channel: str | None = Field(None, description="channel name (`#ml-alerts`) or id for the bot")
     token_env: str | None = Field("SLACK_BOT_TOKEN", description="environment variable with the bot token")
     token_block: str | None = Field(None, description="Prefect Secret block holding the bot token")
@@ -237,7 +237,9 @@ class AlertRule(BaseModel):
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:/-]+$", description="incident key suffix")
     above_baseline: float | None = Field(None, gt=0, description="k: fire above centre + k·scale")
     below_baseline: float | None = Field(None, gt=0, description="k: fire below centre − k·scale")
-    method: Literal["mad", "std"] = "mad"
+    method: Literal["mad", "std"] = Field(
+        "mad", description="band centre and scale: median and MAD (`mad`), or mean and standard deviation"
+    )
     window: int = Field(30, ge=3, le=5000, description="earlier runs the band is learned from")
     min_runs: int = Field(5, ge=2, description="earlier values needed before the rule can fire")
     for_runs: int = Field(1, ge=1, le=1000, description="consecutive runs outside the band to fire")
@@ -299,7 +301,7 @@ class AlertConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
-    min_severity: AlertSeverity = "medium"
+    min_severity: AlertSeverity = Field("medium", description="the severity at which an incident opens")
     resolve_after: int = Field(
         3,
         ge=1,
@@ -312,7 +314,7 @@ class AlertConfig(BaseModel):
         lt=1.0,
         description="chance that a batch with no change raises no severity at all, over every graded metric",
     )
-    slack: SlackConfig | None = None
+    slack: SlackConfig | None = Field(None, description="the default destination: a Slack channel or webhook")
     console: bool = Field(True, description="print alerts when no Slack destination is configured")
     rules: list[AlertRule] = Field(default_factory=list, description="baseline rules over the history")
     routes: list[Route] = Field(default_factory=list, description="more Slack channels, by severity/family")

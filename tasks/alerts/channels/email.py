@@ -44,7 +44,7 @@ def _address(value: str) -> str:
 class EmailConfig(ChannelConfig):
     """`kind: email`: the SMTP server, sender, recipients and optional login."""
 
-    kind: Literal["email"] = "email"
+    kind: Literal["email"] = Field("email", description="`email`")
     smtp_host: str = Field(min_length=1, pattern=r"^[A-Za-z0-9.:\[\]-]+$", description="SMTP server host")
     smtp_port: int = Field(587, ge=1, le=65535, description="SMTP port (587: submission with STARTTLS)")
     sender: str = Field(alias="from", description="the From address")
