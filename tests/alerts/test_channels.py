@@ -8,6 +8,7 @@ from __future__ import annotations
 import email
 import hashlib
 import hmac
+import io
 import logging
 import re
 import socket
@@ -105,8 +106,9 @@ class StandIns:
     inbox: Inbox
     smtp_port: int
 
-    def config(self, **alerts: Any) -> AlertConfig:
-        """Slack as today beside PagerDuty, Teams, email and a signed webhook (resolve after 3 quiet runs)."""
+    def config(self, slack_keys: dict[str, Any] | None = None, **alerts: Any) -> AlertConfig:
+        """Slack as today (with `slack_keys` added) beside PagerDuty, Teams, email and a signed webhook
+        (resolve after 3 quiet runs)."""
         mail = {"smtp_host": "127.0.0.1", "smtp_port": self.smtp_port, "starttls": False}
         mail |= {"from": "driftline@example.com", "to": ["ml-team@example.com", "oncall@example.com"]}
         channels = [
@@ -115,7 +117,7 @@ class StandIns:
             {"kind": "email", **mail},
             {"kind": "webhook", "url": f"{self.hook.url}/driftline"},
         ]
-        slack = {"channel": "#ml-alerts", "base_url": self.slack.api_url}
+        slack = {"channel": "#ml-alerts", "base_url": self.slack.api_url, **(slack_keys or {})}
         return AlertConfig.model_validate({"slack": slack, "channels": channels, **alerts})
 
 
@@ -218,6 +220,49 @@ def test_teams_email_and_the_webhook_receive_the_same_alert_as_slack(engine: Eng
             session.scalars(select(AlertOutbox.dedupe_key).where(AlertOutbox.destination == "webhook"))
         )
     assert keys == {delivery.headers["x-driftline-delivery"]}
+
+
+LINKS = {
+    "run_url": "https://ui.example/{monitor}/runs/{batch_id}",
+    "report_url": "https://r.example/{batch_id}.html",
+}
+RUN, REPORT = "https://ui.example/acs/runs/b%201", "https://r.example/b%201.html"
+
+
+@pytest.mark.parametrize("spelling", ["alerts", "alerts.slack (deprecated)"])
+def test_every_channel_shows_the_run_and_report_links(engine: Engine, every: StandIns, spelling: str) -> None:
+    if spelling == "alerts":
+        config = every.config(**LINKS)
+    else:
+        with pytest.warns(
+            FutureWarning, match=r"alerts\.slack\.(\w+) is deprecated: write it as alerts\.\1 "
+        ):
+            config = every.config(slack_keys=LINKS)
+    run(engine, config, "b 1", FAILING[0])
+
+    (posted,) = every.slack.top_level()
+    assert posted["blocks"][-1]["elements"][0]["text"] == f"<{RUN}|Open the run> · <{REPORT}|Open the report>"
+    (trigger,) = every.pager.requests
+    assert trigger.json["links"] == [
+        {"href": RUN, "text": "Open the run"},
+        {"href": REPORT, "text": "Open the report"},
+    ]
+    (card,) = every.teams.requests
+    actions = card.json["attachments"][0]["content"]["actions"]
+    assert [(a["type"], a["url"]) for a in actions] == [("Action.OpenUrl", RUN), ("Action.OpenUrl", REPORT)]
+    (mail,) = every.inbox.messages()
+    assert f"Run: {RUN}\nReport: {REPORT}" in mail.get_content().replace("\r\n", "\n")
+    (delivery,) = every.hook.requests
+    assert (delivery.json["run_url"], delivery.json["report_url"]) == (RUN, REPORT)
+
+
+def test_the_console_shows_the_links_without_any_slack(engine: Engine) -> None:
+    stream = io.StringIO()
+    config = AlertConfig.model_validate(LINKS)
+    report = process_alerts(
+        engine, monitor="acs", batch_id="b 1", results=[FAILING[0]], config=config, stream=stream
+    )
+    assert report.destinations == ["console"] and f"Run: {RUN}\nReport: {REPORT}" in stream.getvalue()
 
 
 def test_a_failing_channel_keeps_its_alert_queued_and_the_others_deliver(
