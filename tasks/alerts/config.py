@@ -149,6 +149,7 @@ class SlackConfig(ChannelConfig):
     base_url: CallableUrl | None = Field(
         None, description="Slack Web API base URL; default https://slack.com/api/"
     )
+
     @field_validator("webhook_url")
     @classmethod
     def _http_webhook(cls, value: SecretStr | None) -> SecretStr | None:
@@ -337,7 +338,8 @@ class AlertConfig(BaseModel):
         "(default: the run in the orchestrator)",
     )
     report_url: LinkTemplate | None = Field(
-        None, description="link to a run's HTML report shown by every channel, with `{monitor}` and `{batch_id}`"
+        None,
+        description="link to a run's HTML report shown by every channel, with `{monitor}` and `{batch_id}`",
     )
     console: bool = Field(True, description="print alerts when no Slack destination is configured")
     rules: list[AlertRule] = Field(default_factory=list, description="baseline rules over the history")
