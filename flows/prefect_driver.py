@@ -349,8 +349,8 @@ class PrefectDriver(Driver):
         return outcome
 
     def publish(self, summary: dict[str, Any], figures: list[Path]) -> None:
-        slack = self.spec.alerts.slack if self.spec else None
-        report_url = slack.format_report_url(summary["monitor"], summary["batch_id"]) if slack else None
+        alerts = self.spec.alerts if self.spec else None
+        report_url = alerts.format_report_url(summary["monitor"], summary["batch_id"]) if alerts else None
         publish_artifacts(summary, figures, report_url)
 
     def report(self, spec: MonitorSpec, summary: dict[str, Any]) -> None:

@@ -36,12 +36,12 @@ def publish_artifacts(summary: Mapping[str, Any], figures: list[Path], report_ur
             link=report_url,
             link_text=f"{monitor} batch {batch}: HTML report",
             key=report_key,
-            description="Run report (alerts.slack.report_url)",
+            description="Run report (alerts.report_url)",
         )
     elif summary.get("report"):
         create_markdown_artifact(
             markdown=f"HTML report of {monitor} batch {batch}, on the worker: `{summary['report']}`\n\n"
-            "Set `alerts.slack.report_url` to where reports are served to get a link here.",
+            "Set `alerts.report_url` to where reports are served to get a link here.",
             key=report_key,
         )
     for path in figures:

@@ -81,11 +81,13 @@ def nested_models(annotation: Any) -> list[type[BaseModel]]:
     return [model for arg in typing.get_args(annotation) for model in nested_models(arg)]
 
 
-def sections(root: type[BaseModel]) -> dict[type[BaseModel], list[str]]:
-    """Every model reachable from the root with the key paths that reach it, in reading order (the spec's
-    models nest without cycles)."""
-    paths: dict[type[BaseModel], list[str]] = {}
-    queue: list[tuple[str, type[BaseModel]]] = [("", root)]
+def sections(
+    root: type[BaseModel], at: str = "", paths: dict[type[BaseModel], list[str]] | None = None
+) -> dict[type[BaseModel], list[str]]:
+    """Every model reachable from the root (found at key path `at`) with the key paths that reach it, in
+    reading order, added to `paths` (the spec's models nest without cycles)."""
+    paths = {} if paths is None else paths
+    queue: list[tuple[str, type[BaseModel]]] = [(at, root)]
     while queue:
         path, model = queue.pop(0)
         paths.setdefault(model, []).append(path)
@@ -98,9 +100,23 @@ def sections(root: type[BaseModel]) -> dict[type[BaseModel], list[str]]:
 
 
 def row(key: str, field: FieldInfo) -> str:
-    """One key of a section: its name, type with bounds, default and description."""
+    """One key of a section: its name as the YAML spells it (`from`, not `sender`), type with bounds,
+    default and description."""
     kind = f"{type_name(field.annotation)}{bounds(field)}"
-    return f"| `{key}` | {kind} | {default(field)} | {cell(field.description or '')} |"
+    return f"| `{field.alias or key}` | {kind} | {default(field)} | {cell(field.description or '')} |"
+
+
+def every_section() -> dict[type[BaseModel], list[str]]:
+    """The sections of `MonitorSpec`, then the entry model of every built-in alert channel kind (an
+    `alerts.channels` entry is validated by the model its `kind` registers, which the spec's types
+    cannot show)."""
+    from driftline.tasks.alerts.channels.registry import BUILT_IN, channel_class
+    from driftline.tasks.config.spec import MonitorSpec
+
+    found = sections(MonitorSpec)
+    for kind in BUILT_IN:
+        sections(channel_class(kind).config_model, f"alerts.channels[kind: {kind}]", found)
+    return found
 
 
 def section(paths: list[str], model: type[BaseModel]) -> str:
@@ -124,8 +140,6 @@ def section(paths: list[str], model: type[BaseModel]) -> str:
 
 def render() -> str:
     """The whole page, from `MonitorSpec` down."""
-    from driftline.tasks.config.spec import MonitorSpec
-
     intro = [
         "# Spec reference",
         "",
@@ -134,7 +148,7 @@ def render() -> str:
         "[A monitor in one YAML file](../spec.md).",
         "",
     ]
-    return "\n".join(intro + [section(paths, model) for model, paths in sections(MonitorSpec).items()])
+    return "\n".join(intro + [section(paths, model) for model, paths in every_section().items()])
 
 
 def on_files(files: Files, config: Any) -> Files:

@@ -1,6 +1,6 @@
 """The `alerts:` section of a monitor spec: when to alert, on what (thresholds and baseline rules), and
 where to deliver (a default Slack channel or webhook, extra Slack channels and other channels, each
-routed by severity or family).
+routed by severity or family), with the links every channel shows (`run_url`, `report_url`).
 
 Secrets never live in this model's output: the bot token is resolved by the flow (environment variable
 or Prefect Secret block) and passed in, a channel's credentials are named by environment variable or
@@ -10,6 +10,7 @@ do not echo the input.
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -35,6 +36,8 @@ AlertSeverity = Literal["low", "medium", "high"]
 
 # Placeholders a `run_url` or `report_url` template may use.
 RUN_URL_FIELDS = frozenset({"monitor", "batch_id"})
+# The links an alert carries, templates under `alerts:`.
+LINK_KEYS = ("run_url", "report_url")
 # Incidents opened by a baseline rule are keyed by check `rule:<name>` and the series' target.
 RULE_PREFIX = "rule:"
 
@@ -137,7 +140,7 @@ def typed_channel(value: Any) -> Any:
 class SlackConfig(ChannelConfig):
     """Slack delivery: a bot token posting to `channel`, or an incoming webhook."""
 
-    kind: Literal["slack"] = "slack"
+    kind: Literal["slack"] = Field("slack", description="`slack`")
     channel: str | None = Field(None, description="channel name (`#ml-alerts`) or id for the bot")
     token_env: str | None = Field("SLACK_BOT_TOKEN", description="environment variable with the bot token")
     token_block: str | None = Field(None, description="Prefect Secret block holding the bot token")
@@ -146,26 +149,6 @@ class SlackConfig(ChannelConfig):
     base_url: CallableUrl | None = Field(
         None, description="Slack Web API base URL; default https://slack.com/api/"
     )
-    run_url: str | None = Field(None, description="link to a run, with `{monitor}` and `{batch_id}` fields")
-    report_url: str | None = Field(
-        None, description="link to a run's HTML report, with `{monitor}` and `{batch_id}` fields"
-    )
-
-    @field_validator("run_url", "report_url")
-    @classmethod
-    def _known_fields(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        try:
-            names = {name for _, name, _, _ in Formatter().parse(value) if name is not None}
-        except ValueError as exc:
-            raise ValueError(f"malformed template: {exc}") from None
-        unknown = names - RUN_URL_FIELDS
-        if unknown:
-            raise ValueError(
-                f"unknown placeholder(s) {sorted(unknown)}; use {{monitor}} and {{batch_id}} only"
-            )
-        return value
 
     @field_validator("webhook_url")
     @classmethod
@@ -204,18 +187,52 @@ class SlackConfig(ChannelConfig):
             return f"environment variable {self.token_env}"
         return "the `token` argument"
 
-    def format_run_url(self, monitor: str, batch_id: str) -> str | None:
-        """The configured run link for one batch, or None without a template."""
-        return self.run_url.format(**url_fields(monitor, batch_id)) if self.run_url else None
-
-    def format_report_url(self, monitor: str, batch_id: str) -> str | None:
-        """The configured report link for one batch, or None without a template."""
-        return self.report_url.format(**url_fields(monitor, batch_id)) if self.report_url else None
-
 
 def url_fields(monitor: str, batch_id: str) -> dict[str, str]:
     """The values of a link template, percent-encoded so that each stays one URL component."""
     return {"monitor": quote(monitor, safe=""), "batch_id": quote(batch_id, safe="")}
+
+
+def link_template(value: str) -> str:
+    """`value` when it is a link template using `{monitor}` and `{batch_id}` only, else a `ValueError`."""
+    try:
+        names = {name for _, name, _, _ in Formatter().parse(value) if name is not None}
+    except ValueError as exc:
+        raise ValueError(f"malformed template: {exc}") from None
+    unknown = names - RUN_URL_FIELDS
+    if unknown:
+        raise ValueError(f"unknown placeholder(s) {sorted(unknown)}; use {{monitor}} and {{batch_id}} only")
+    return value
+
+
+# A link template an alert carries, checked when the spec loads.
+LinkTemplate = Annotated[str, AfterValidator(link_template)]
+
+
+class SpecDeprecationWarning(FutureWarning):
+    """A spec key that still works but has moved; the message names the key to use instead."""
+
+
+def moved_slack_links(data: Any) -> Any:
+    """`alerts:` input with `alerts.slack.run_url`/`report_url` (their place before every channel
+    rendered links) moved to `alerts.run_url`/`report_url`, warning once for each, naming the new key."""
+    if not isinstance(data, dict) or not isinstance(data.get("slack"), dict):
+        return data
+    slack = dict(data["slack"])
+    data = {**data, "slack": slack}
+    for key in LINK_KEYS:
+        if key not in slack:
+            continue
+        value = slack.pop(key)
+        if data.get(key) is not None and data[key] != value:
+            raise ValueError(f"slack.{key}: moved to alerts.{key}, which gives another link; keep only that")
+        warnings.warn(
+            f"alerts.slack.{key} is deprecated: write it as alerts.{key} (every channel shows the link)",
+            SpecDeprecationWarning,
+            stacklevel=2,
+        )
+        data[key] = value
+    return data
 
 
 class AlertRule(BaseModel):
@@ -237,7 +254,9 @@ class AlertRule(BaseModel):
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:/-]+$", description="incident key suffix")
     above_baseline: float | None = Field(None, gt=0, description="k: fire above centre + k·scale")
     below_baseline: float | None = Field(None, gt=0, description="k: fire below centre − k·scale")
-    method: Literal["mad", "std"] = "mad"
+    method: Literal["mad", "std"] = Field(
+        "mad", description="band centre and scale: median and MAD (`mad`), or mean and standard deviation"
+    )
     window: int = Field(30, ge=3, le=5000, description="earlier runs the band is learned from")
     min_runs: int = Field(5, ge=2, description="earlier values needed before the rule can fire")
     for_runs: int = Field(1, ge=1, le=1000, description="consecutive runs outside the band to fire")
@@ -299,7 +318,7 @@ class AlertConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
-    min_severity: AlertSeverity = "medium"
+    min_severity: AlertSeverity = Field("medium", description="the severity at which an incident opens")
     resolve_after: int = Field(
         3,
         ge=1,
@@ -312,7 +331,16 @@ class AlertConfig(BaseModel):
         lt=1.0,
         description="chance that a batch with no change raises no severity at all, over every graded metric",
     )
-    slack: SlackConfig | None = None
+    slack: SlackConfig | None = Field(None, description="the default destination: a Slack channel or webhook")
+    run_url: LinkTemplate | None = Field(
+        None,
+        description="link to a run shown by every channel, with `{monitor}` and `{batch_id}` fields "
+        "(default: the run in the orchestrator)",
+    )
+    report_url: LinkTemplate | None = Field(
+        None,
+        description="link to a run's HTML report shown by every channel, with `{monitor}` and `{batch_id}`",
+    )
     console: bool = Field(True, description="print alerts when no Slack destination is configured")
     rules: list[AlertRule] = Field(default_factory=list, description="baseline rules over the history")
     routes: list[Route] = Field(default_factory=list, description="more Slack channels, by severity/family")
@@ -323,6 +351,11 @@ class AlertConfig(BaseModel):
     sustained: SustainedConfig = Field(
         default_factory=SustainedConfig, description="evidence accumulated over recent batches"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _links_moved(cls, data: Any) -> Any:
+        return moved_slack_links(data)
 
     @model_validator(mode="after")
     def _consistent(self) -> AlertConfig:
@@ -373,3 +406,11 @@ class AlertConfig(BaseModel):
         incidents) when it is the default, else each matching destination in `routed` order."""
         console = [CONSOLE_DESTINATION] if self.destination == CONSOLE_DESTINATION else []
         return console + [d.destination for d in self.routed if d.matches(check, severity)]
+
+    def format_run_url(self, monitor: str, batch_id: str) -> str | None:
+        """The configured run link for one batch, or None without a template."""
+        return self.run_url.format(**url_fields(monitor, batch_id)) if self.run_url else None
+
+    def format_report_url(self, monitor: str, batch_id: str) -> str | None:
+        """The configured report link for one batch, or None without a template."""
+        return self.report_url.format(**url_fields(monitor, batch_id)) if self.report_url else None

@@ -161,7 +161,7 @@ def process_alerts(
     without its alert. Delivery happens after the commit: older unsent messages go first (a reply
     waits for its thread's parent), and a message that cannot be sent stays queued for the next run.
     `token` is the resolved Slack bot token; `run_url` links the message to the run unless
-    `alerts.slack.run_url` gives a template. `stream` receives console alerts (standard error by
+    `alerts.run_url` gives a template. `stream` receives console alerts (standard error by
     default). With `batch_time`, a batch older than the monitor's newest completed one leaves the
     incidents alone (it only updates history). `secrets` looks up the secrets channels name (the
     engine's store: `Driver.secret`). Rules read the stored history, so the run's results must be
@@ -169,10 +169,10 @@ def process_alerts(
     """
     senders = build_senders(config, token, stream, secrets)
     report = AlertReport(destination=config.destination if senders else None, destinations=list(senders))
-    links: dict[str, str | None] = {"run_url": run_url, "report_url": None}
-    if config.slack is not None:
-        links["run_url"] = config.slack.format_run_url(monitor, batch_id) or run_url
-        links["report_url"] = config.slack.format_report_url(monitor, batch_id)
+    links = {
+        "run_url": config.format_run_url(monitor, batch_id) or run_url,
+        "report_url": config.format_report_url(monitor, batch_id),
+    }
     with Session(engine) as session, session.begin():
         rule_results = evaluate_rules(
             session, monitor=monitor, batch_id=batch_id, rules=config.rules, batch_time=batch_time

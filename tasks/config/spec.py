@@ -44,9 +44,11 @@ class SqlSource(Strict):
     """Rows from a SQL query through SQLAlchemy; `:start` and `:end` bind the batch window."""
 
     url: str | None = Field(None, description="SQLAlchemy URL; defaults to env `url_env`")
-    url_env: str | None = None
-    query: str
-    window_days: float = 1.0
+    url_env: str | None = Field(None, description="environment variable holding the SQLAlchemy URL")
+    query: str = Field(
+        description="the query; a batch's binds `:start` and `:end` (the reference's runs unbound)"
+    )
+    window_days: float = Field(1.0, description="days a batch covers: its id is the window's first day")
     page_by: str | None = Field(
         None, description="orderable key column: a partitioned run reads the batch in pages of its ranges"
     )
@@ -72,7 +74,7 @@ class Source(Strict):
         None,
         description="local path or URL (s3://, gs://, az://, memory://); credentials from the environment",
     )
-    sql: SqlSource | None = None
+    sql: SqlSource | None = Field(None, description="rows from a SQL query through SQLAlchemy")
     kind: str | None = Field(
         None,
         description="a registered source, one a package publishes under `driftline.sources`, or module:Class",
@@ -256,8 +258,10 @@ class MonitorSpec(Strict):
         description="the monitor's name: keys its history, incidents and report folders",
     )
     description: str = Field("", description="free text shown with the monitor")
-    reference: Source
-    batches: Source
+    reference: Source = Field(description="the snapshot every batch is compared with")
+    batches: Source = Field(
+        description="the production batches: a `{batch}` template, a glob, SQL or a `kind`"
+    )
     labels: Source | None = Field(
         None, description="labels that land after their batch: a `{batch}` file template or SQL, keyed by id"
     )

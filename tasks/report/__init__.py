@@ -29,9 +29,8 @@ log = logging.getLogger(__name__)
 
 
 def report_links(spec: Any, batch_id: str, run_url: str | None = None) -> dict[str, str]:
-    """Header links: the run in the orchestrator (or the spec's `alerts.slack.run_url`)."""
-    slack = spec.alerts.slack
-    url = (slack.format_run_url(spec.name, batch_id) if slack is not None else None) or run_url
+    """Header links: the run in the orchestrator (or the spec's `alerts.run_url`)."""
+    url = spec.alerts.format_run_url(spec.name, batch_id) or run_url
     return {"open the run": url} if url else {}
 
 

@@ -112,6 +112,7 @@ class RowGroups:
             return f"{self.path}[row groups {self.first}-{self.stop - 1}]"
         return f"{self.path}[row group {self.first}]" if count else f"{self.path}[no row groups]"
 
+    @storage.retrying
     def read(self) -> pd.DataFrame:
         """The part's rows, reading its row groups only and handing each column to pandas without a
         copy; a row count other than the planned one (the file was rewritten since it was planned) is
@@ -152,6 +153,7 @@ def parquet_footer(path: str) -> Iterator[pq.ParquetFile]:
             yield file
 
 
+@storage.retrying
 def plan_row_groups(path: str) -> list[RowGroups]:
     """Parts of one Parquet file from its footer (no data read): consecutive row groups bundled up to
     `PART_ROWS` rows; a larger row group is a part of its own. A file without row groups is one empty
@@ -180,6 +182,7 @@ def bundled(sizes: Sequence[int], budget: int) -> list[range]:
     return runs
 
 
+@storage.retrying
 def plan_partitions(paths: Sequence[str]) -> list[Partition]:
     """Row counts and offsets from the Parquet footers (no data read); every partition must have the
     first one's schema, else a `SourceError` names the partition that differs."""
@@ -199,6 +202,7 @@ def plan_partitions(paths: Sequence[str]) -> list[Partition]:
     return partitions
 
 
+@storage.retrying
 def schema_frame(path: str) -> pd.DataFrame:
     """A zero-row frame with the columns and dtypes of a Parquet file."""
     with parquet_input(path) as source:

@@ -5,17 +5,26 @@ Local paths go through the standard library as before. URLs (`s3://`, `gs://`, `
 go through fsspec, whose filesystem packages come with the extras (`driftline[s3]`, `[gcs]`,
 `[azure]`); credentials come from the environment (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT_URL`, ...),
 never from the spec, and every URL shown in a message has its user info and query values masked.
+
+Object storage fails for a moment now and then (a connection reset, a 5xx, throttling): every remote
+operation here, and every whole read of a table or a partition, is `retrying`: tried again a few times
+with backoff, then failed with one line naming the URL and the attempts. A missing object or a denied
+access fails at once.
 """
 
 from __future__ import annotations
 
+import functools
 import glob as local_glob
+import logging
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, ParamSpec, TypeVar
 
 from driftline.tasks.sources.base import SourceError
 from driftline.tasks.tools.safe_text import first_line
@@ -34,6 +43,40 @@ REMOTE_SCHEMES = {
 LOCAL_SCHEMES = frozenset({"file", "local"})
 URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 Location = str | Path
+P = ParamSpec("P")
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+# Seconds before the 2nd, 3rd and 4th attempt of an operation that failed transiently.
+RETRY_DELAYS: tuple[float, ...] = (0.5, 2.0, 5.0)
+# Error codes of object stores (S3 and its kin) that say "try again": throttling and server faults.
+TRANSIENT_CODES = frozenset(
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "TooManyRequests",
+        "RequestLimitExceeded",
+        "RequestTimeout",
+        "InternalError",
+        "ServiceUnavailable",
+    }
+)
+# Exception classes of the storage clients (botocore, aiohttp, fsspec) that are network failures,
+# matched by name so that no client is imported to classify its errors.
+NETWORK_ERROR_NAMES = frozenset(
+    {
+        "HTTPClientError",  # botocore: connection closed or reset, read timeout, streaming failure
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ClientConnectionError",  # aiohttp: reset, disconnected, payload cut off
+        "ClientPayloadError",
+        "ServerTimeoutError",
+        "FSTimeoutError",
+    }
+)
+# Whether a retried operation is running in this context: the operations it calls are tried once.
+_retrying: ContextVar[bool] = ContextVar("driftline_storage_retrying", default=False)
 
 
 class StorageError(SourceError):
@@ -94,12 +137,94 @@ def filesystem(url: str) -> tuple[Any, str]:
         raise StorageError(f"{masked(url)}: not a usable URL ({first_line(str(exc))})") from None
 
 
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and the exceptions it was raised from or while handling, nearest first."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _answer(error: BaseException) -> tuple[int | None, str | None] | None:
+    """The HTTP status and error code the store answered, when `error` is such an answer (botocore's
+    `ClientError` and its kin carry it as `response`)."""
+    response = getattr(error, "response", None)
+    if not (isinstance(response, dict) and isinstance(response.get("Error"), dict)):
+        return None
+    status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    code = response["Error"].get("Code")
+    return (status if isinstance(status, int) else None), (str(code) if code else None)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failure may pass if the operation is tried again: a connection refused, reset or timed
+    out, a 5xx or 429 answer, or a throttling code; never a missing object or a denied access."""
+    for error in _chain(exc):
+        if isinstance(error, FileNotFoundError | PermissionError):
+            return False
+        if (answer := _answer(error)) is not None:
+            status, code = answer
+            return code in TRANSIENT_CODES or (status is not None and (status >= 500 or status == 429))
+        if isinstance(error, ConnectionError | TimeoutError):
+            return True
+        if any(cls.__name__ in NETWORK_ERROR_NAMES for cls in type(error).__mro__):
+            return True
+    return False
+
+
+def retrying(operation: Callable[P, T]) -> Callable[P, T]:
+    """`operation`, tried again after each of `RETRY_DELAYS` while it fails transiently; then a
+    `StorageError` with the last failure's first line (which names the URL) and the attempts. Inside a
+    retrying operation the others are tried once, so attempts never multiply."""
+
+    @functools.wraps(operation)
+    def retried(*args: P.args, **kwargs: P.kwargs) -> T:
+        if _retrying.get():
+            return operation(*args, **kwargs)
+        token = _retrying.set(True)
+        try:
+            return _attempts(functools.partial(operation, *args, **kwargs))
+        finally:
+            _retrying.reset(token)
+
+    return retried
+
+
+def _attempts(call: Callable[[], T]) -> T:
+    """`call()`, tried up to `len(RETRY_DELAYS) + 1` times while it fails transiently (see `retrying`)."""
+    attempts = len(RETRY_DELAYS) + 1
+    for attempt, delay in enumerate(RETRY_DELAYS, start=1):
+        try:
+            return call()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            reason = first_line(str(exc))
+            log.warning("%s; trying again in %g s (attempt %d of %d)", reason, delay, attempt, attempts)
+        time.sleep(delay)
+    try:
+        return call()
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        raise StorageError(f"{first_line(str(exc))}; gave up after {attempts} attempts") from exc
+
+
 def _failed(url: str, exc: Exception) -> StorageError:
     """One line on why an operation on `url` failed, with the URL masked wherever it appears."""
     if isinstance(exc, FileNotFoundError):
         return StorageError(f"{masked(url)}: no such object")
     if isinstance(exc, PermissionError):
         return StorageError(f"{masked(url)}: access denied")
+    answers = [answer for error in _chain(exc) if (answer := _answer(error)) is not None]
+    if answers:
+        status, code = answers[0]
+        said = f"HTTP {status}" if status else ""
+        if code and code != str(status):  # a HEAD answer has no body: its code is the status again
+            said = f"{said} {code}".strip()
+        return StorageError(f"{masked(url)}: the store answered {masked(first_line(said))}")
     reason = first_line(str(exc)).replace(url, masked(url))
     return StorageError(f"{masked(url)}: cannot reach the object ({type(exc).__name__}: {masked(reason)})")
 
@@ -116,6 +241,7 @@ def remote_errors(url: str) -> Iterator[None]:
         raise _failed(url, exc) from exc
 
 
+@retrying
 def info(url: str) -> dict[str, Any]:
     """The object's metadata as its filesystem gives it (size, ETag, version, modification time), read
     afresh rather than from a listing cached earlier."""
@@ -135,6 +261,7 @@ def is_dir(location: Location) -> bool:
     return _test(location, Path.is_dir, "isdir")
 
 
+@retrying
 def _test(location: Location, local: Callable[[Path], bool], remote: str, fresh: bool = False) -> bool:
     """`local` of a local path, else the filesystem's `remote` method (after dropping the cached
     listing of the object when `fresh`)."""
@@ -147,6 +274,7 @@ def _test(location: Location, local: Callable[[Path], bool], remote: str, fresh:
         return bool(getattr(fs, remote)(path))
 
 
+@retrying
 def glob(pattern: str, *, files_only: bool = False) -> list[str]:
     """The locations matching a glob pattern (`**` included), as URLs for a URL pattern; with
     `files_only`, folders are left out."""
@@ -160,6 +288,7 @@ def glob(pattern: str, *, files_only: bool = False) -> list[str]:
     return [fs.unstrip_protocol(p) for p, d in listed.items() if not files_only or d.get("type") == "file"]
 
 
+@retrying
 def files_under(location: Location) -> list[str]:
     """Every file below a folder (an object-storage prefix), recursively."""
     if not is_remote(location):

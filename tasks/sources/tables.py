@@ -31,10 +31,11 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".gz", ".txt")
 
 
+@storage.retrying
 def read_table(path: Location, limits: ReadLimits = DEFAULT_LIMITS) -> pd.DataFrame:
     """Read a CSV (separator and byte-order mark sniffed) or Parquet file, a local path or a URL, within
     `limits`; a missing, unreadable, too wide or too large file is a one-line `SourceError` naming it
-    (a URL with its credentials masked)."""
+    (a URL with its credentials masked). A read that fails transiently is read again whole."""
     shown = storage.masked(path)
     if not storage.exists(path):
         raise SourceError(f"{shown}: {'no such object' if storage.is_remote(path) else 'no such file'}")

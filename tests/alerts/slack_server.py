@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.alerts.http_recorder import LocalHttpServer, QuietHandler
 
 WEBHOOK_PATH = "/services/T00000000/B00000000/stand-in-webhook-secret"
 READS = ("/api/conversations.history", "/api/conversations.list", "/api/conversations.replies")
@@ -99,7 +100,7 @@ def _parse(content_type: str, raw: bytes) -> Any:
     return raw.decode(errors="replace")
 
 
-class SlackStandIn:
+class SlackStandIn(LocalHttpServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) that plays Slack; use it as a context manager."""
 
     def __init__(self) -> None:
@@ -111,16 +112,7 @@ class SlackStandIn:
         self.default = Reply.ok()
         self._script: deque[Reply] = deque()
         self._update_script: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """`http://127.0.0.1:PORT`."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        super().__init__()
 
     @property
     def api_url(self) -> str:
@@ -249,7 +241,7 @@ class SlackStandIn:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         stand_in = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 headers = {k.lower(): v for k, v in self.headers.items()}
@@ -275,35 +267,12 @@ class SlackStandIn:
                 self._answer(200, stand_in._read(self.path), {})
 
             def _answer(self, status: int, body: dict[str, Any] | str, extra: dict[str, str]) -> None:
-                as_json = isinstance(body, dict)
-                payload = json.dumps(body).encode() if as_json else str(body).encode()
-                self.send_response(status)
-                self.send_header(
-                    "Content-Type", "application/json; charset=utf-8" if as_json else "text/plain"
-                )
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in extra.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Keep test output quiet."""
+                if isinstance(body, dict):
+                    self.answer(status, json.dumps(body).encode(), "application/json; charset=utf-8", extra)
+                else:
+                    self.answer(status, str(body).encode(), "text/plain", extra)
 
         return Handler
-
-    def __enter__(self) -> SlackStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop serving and free the port."""
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
 
 def closed_port_url() -> str:

@@ -8,23 +8,28 @@ from __future__ import annotations
 import email
 import hashlib
 import hmac
+import io
 import logging
 import re
 import socket
+import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import Message
 from email.policy import default as default_policy
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
+from pydantic import ValidationError
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts import AlertConfig, AlertReport, process_alerts
 from driftline.tasks.history.models import AlertOutbox
 from tests.alerts.builders import TOKEN, result
+from tests.alerts.certificates import self_signed
 from tests.alerts.http_recorder import HttpRecorder
 from tests.alerts.slack_server import SlackStandIn
 
@@ -105,8 +110,9 @@ class StandIns:
     inbox: Inbox
     smtp_port: int
 
-    def config(self, **alerts: Any) -> AlertConfig:
-        """Slack as today beside PagerDuty, Teams, email and a signed webhook (resolve after 3 quiet runs)."""
+    def config(self, slack_keys: dict[str, Any] | None = None, **alerts: Any) -> AlertConfig:
+        """Slack as today (with `slack_keys` added) beside PagerDuty, Teams, email and a signed webhook
+        (resolve after 3 quiet runs)."""
         mail = {"smtp_host": "127.0.0.1", "smtp_port": self.smtp_port, "starttls": False}
         mail |= {"from": "driftline@example.com", "to": ["ml-team@example.com", "oncall@example.com"]}
         channels = [
@@ -115,7 +121,7 @@ class StandIns:
             {"kind": "email", **mail},
             {"kind": "webhook", "url": f"{self.hook.url}/driftline"},
         ]
-        slack = {"channel": "#ml-alerts", "base_url": self.slack.api_url}
+        slack = {"channel": "#ml-alerts", "base_url": self.slack.api_url, **(slack_keys or {})}
         return AlertConfig.model_validate({"slack": slack, "channels": channels, **alerts})
 
 
@@ -218,6 +224,49 @@ def test_teams_email_and_the_webhook_receive_the_same_alert_as_slack(engine: Eng
             session.scalars(select(AlertOutbox.dedupe_key).where(AlertOutbox.destination == "webhook"))
         )
     assert keys == {delivery.headers["x-driftline-delivery"]}
+
+
+LINKS = {
+    "run_url": "https://ui.example/{monitor}/runs/{batch_id}",
+    "report_url": "https://r.example/{batch_id}.html",
+}
+RUN, REPORT = "https://ui.example/acs/runs/b%201", "https://r.example/b%201.html"
+
+
+@pytest.mark.parametrize("spelling", ["alerts", "alerts.slack (deprecated)"])
+def test_every_channel_shows_the_run_and_report_links(engine: Engine, every: StandIns, spelling: str) -> None:
+    if spelling == "alerts":
+        config = every.config(**LINKS)
+    else:
+        with pytest.warns(
+            FutureWarning, match=r"alerts\.slack\.(\w+) is deprecated: write it as alerts\.\1 "
+        ):
+            config = every.config(slack_keys=LINKS)
+    run(engine, config, "b 1", FAILING[0])
+
+    (posted,) = every.slack.top_level()
+    assert posted["blocks"][-1]["elements"][0]["text"] == f"<{RUN}|Open the run> · <{REPORT}|Open the report>"
+    (trigger,) = every.pager.requests
+    assert trigger.json["links"] == [
+        {"href": RUN, "text": "Open the run"},
+        {"href": REPORT, "text": "Open the report"},
+    ]
+    (card,) = every.teams.requests
+    actions = card.json["attachments"][0]["content"]["actions"]
+    assert [(a["type"], a["url"]) for a in actions] == [("Action.OpenUrl", RUN), ("Action.OpenUrl", REPORT)]
+    (mail,) = every.inbox.messages()
+    assert f"Run: {RUN}\nReport: {REPORT}" in mail.get_content().replace("\r\n", "\n")
+    (delivery,) = every.hook.requests
+    assert (delivery.json["run_url"], delivery.json["report_url"]) == (RUN, REPORT)
+
+
+def test_the_console_shows_the_links_without_any_slack(engine: Engine) -> None:
+    stream = io.StringIO()
+    config = AlertConfig.model_validate(LINKS)
+    report = process_alerts(
+        engine, monitor="acs", batch_id="b 1", results=[FAILING[0]], config=config, stream=stream
+    )
+    assert report.destinations == ["console"] and f"Run: {RUN}\nReport: {REPORT}" in stream.getvalue()
 
 
 def test_a_failing_channel_keeps_its_alert_queued_and_the_others_deliver(
@@ -332,8 +381,86 @@ def test_starttls_to_a_server_without_it_is_a_clear_error(engine: Engine, smtp: 
     mail |= {"from": "driftline@example.com", "to": "ml@example.com"}
     config = AlertConfig.model_validate({"console": False, "channels": [mail]})
     report = run(engine, config, "b1", FAILING[0])
-    assert report.pending == 1 and "does not offer" in report.reasons[0] and "STARTTLS" in report.reasons[0]
+    assert report.pending == 1 and report.reasons == [
+        f"email: alert for batch b1 not sent: the SMTP server 127.0.0.1:{smtp[1]} does not offer STARTTLS "
+        "(`starttls: true`): nothing was sent"
+    ]
     assert smtp[0].envelopes == []
+
+
+class TlsInbox(Inbox):
+    """An inbox that also records whether each message came over TLS."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.over_tls: list[bool] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.over_tls.append(session.ssl is not None)
+        return await super().handle_DATA(server, session, envelope)
+
+
+@pytest.fixture
+def tls_smtp(tmp_path: Path) -> Iterator[tuple[TlsInbox, int, Path]]:
+    """A real SMTP server (aiosmtpd) on 127.0.0.1 that offers STARTTLS with a self-signed certificate
+    made for this test and refuses mail before it: its inbox, port and the certificate (the CA file)."""
+    cert, key = self_signed(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    inbox, port = TlsInbox(), free_port()
+    controller = Controller(
+        inbox, hostname="127.0.0.1", port=port, tls_context=context, require_starttls=True
+    )
+    controller.start()
+    try:
+        yield inbox, port, cert
+    finally:
+        controller.stop()
+
+
+def _tls_mail(port: int, **keys: Any) -> AlertConfig:
+    mail = {"kind": "email", "smtp_host": "127.0.0.1", "smtp_port": port, "starttls": True, **keys}
+    mail |= {"from": "driftline@example.com", "to": "ml@example.com"}
+    return AlertConfig.model_validate({"console": False, "channels": [mail]})
+
+
+def test_email_is_delivered_over_starttls_to_a_server_whose_ca_is_given(
+    engine: Engine, tls_smtp: tuple[TlsInbox, int, Path]
+) -> None:
+    inbox, port, cert = tls_smtp
+    report = run(engine, _tls_mail(port, ssl_ca_file=str(cert)), "b1", FAILING[0])
+    assert (report.delivered, report.pending, inbox.over_tls) == (1, 0, [True])
+    (mail,) = inbox.messages()
+    assert mail["Subject"] == "[driftline] acs: worst severity high"
+
+
+def test_an_untrusted_certificate_is_refused_unless_verification_is_turned_off(
+    engine: Engine, tls_smtp: tuple[TlsInbox, int, Path]
+) -> None:
+    inbox, port, _ = tls_smtp
+    refused = run(engine, _tls_mail(port), "b1", FAILING[0])  # the system's CAs do not know it
+    assert refused.pending == 1 and inbox.envelopes == []
+    (reason,) = refused.reasons
+    assert f"the SMTP server 127.0.0.1:{port} presented a certificate that is not trusted" in reason
+    assert "self-signed certificate" in reason and "`ssl_ca_file`" in reason
+    report = run(engine, _tls_mail(port, tls_verify=False), "b2", FAILING[0])
+    assert (report.delivered, inbox.over_tls) == (1, [True])  # the queued message, over TLS, unverified
+
+
+def test_an_unreadable_ca_file_queues_the_alert_naming_the_file(
+    engine: Engine, tls_smtp: tuple[TlsInbox, int, Path], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-ca.pem"
+    report = run(engine, _tls_mail(tls_smtp[1], ssl_ca_file=str(missing)), "b1", FAILING[0])
+    assert report.pending == 1 and tls_smtp[0].envelopes == []
+    assert f"cannot load ssl_ca_file '{missing}' of the SMTP server 127.0.0.1" in report.reasons[0]
+
+
+def test_tls_settings_without_starttls_are_a_spec_error() -> None:
+    mail = {"kind": "email", "smtp_host": "127.0.0.1", "from": "d@example.com", "to": "m@example.com"}
+    for extra in ({"tls_verify": False}, {"ssl_ca_file": "ca.pem"}):
+        with pytest.raises(ValidationError, match="apply to STARTTLS"):
+            AlertConfig.model_validate({"channels": [{**mail, "starttls": False, **extra}]})
 
 
 def test_an_escalation_triggers_again_under_the_same_dedup_key(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from pydantic import ValidationError
 
-from driftline.tasks.alerts.config import AlertConfig
+from driftline.tasks.alerts.config import AlertConfig, SpecDeprecationWarning
 
 WEBHOOK = "https://hooks.slack.com/services/T0/B0/very-secret-part"
 
@@ -74,32 +76,54 @@ def test_validation_errors_do_not_echo_a_webhook_url() -> None:
 
 
 def test_run_url_template() -> None:
-    config = AlertConfig.model_validate(
-        {"slack": {"channel": "#a", "run_url": "https://dash.example/m/{monitor}/b/{batch_id}"}}
-    )
-    assert config.slack is not None
-    assert config.slack.format_run_url("acs", "2018-06") == "https://dash.example/m/acs/b/2018-06"
-    assert "unknown placeholder(s) ['run']" in _error_text(
-        {"slack": {"channel": "#a", "run_url": "https://x/{run}"}}
-    )
-    assert "malformed template" in _error_text({"slack": {"channel": "#a", "run_url": "https://x/{monitor"}})
+    config = AlertConfig.model_validate({"run_url": "https://dash.example/m/{monitor}/b/{batch_id}"})
+    assert config.format_run_url("acs", "2018-06") == "https://dash.example/m/acs/b/2018-06"
+    assert config.format_run_url("a/b", "2018 06") == "https://dash.example/m/a%2Fb/b/2018%2006"
+    assert AlertConfig().format_run_url("acs", "b1") is None
+    assert "unknown placeholder(s) ['run']" in _error_text({"run_url": "https://x/{run}"})
+    assert "malformed template" in _error_text({"run_url": "https://x/{monitor"})
 
 
 def test_report_url_template_and_routes() -> None:
     config = AlertConfig.model_validate(
         {
-            "slack": {"channel": "#a", "report_url": "https://r/{monitor}/{batch_id}.html"},
+            "slack": {"channel": "#a"},
+            "report_url": "https://r/{monitor}/{batch_id}.html",
             "routes": [
                 {"channel": "#oncall", "min_severity": "high"},
                 {"channel": "#drift", "family": "drift"},
             ],
         }
     )
-    assert config.slack is not None and config.slack.format_report_url("acs", "b1") == "https://r/acs/b1.html"
+    assert config.format_report_url("acs", "b1") == "https://r/acs/b1.html"
     assert config.destinations_for("drift.numeric", "high") == ["slack:#a", "slack:#oncall", "slack:#drift"]
     assert config.destinations_for("subset.auc", "medium") == ["slack:#a"]
     assert config.destinations_for("subset.auc", "high") == ["slack:#a", "slack:#oncall"]
-    assert "unknown placeholder" in _error_text({"slack": {"channel": "#a", "report_url": "https://r/{run}"}})
+    assert "unknown placeholder" in _error_text({"report_url": "https://r/{run}"})
+
+
+@pytest.mark.parametrize("key", ["run_url", "report_url"])
+def test_a_link_under_alerts_slack_still_works_and_warns_with_its_new_key(key: str) -> None:
+    with pytest.warns(SpecDeprecationWarning, match=rf"alerts\.slack\.{key} is deprecated.*alerts\.{key}\b"):
+        config = AlertConfig.model_validate(
+            {"slack": {"channel": "#a", key: "https://x/{monitor}/{batch_id}"}}
+        )
+    assert getattr(config, key) == "https://x/{monitor}/{batch_id}"
+    assert key not in config.model_dump()["slack"]  # moved, so a dump loads again without a warning
+    with pytest.warns(SpecDeprecationWarning):
+        assert "unknown placeholder" in _error_text({"slack": {"channel": "#a", key: "https://x/{run}"}})
+    same = {"slack": {"channel": "#a", key: "https://x/{monitor}"}, key: "https://x/{monitor}"}
+    with pytest.warns(SpecDeprecationWarning):
+        assert getattr(AlertConfig.model_validate(same), key) == "https://x/{monitor}"
+    text = _error_text({"slack": {"channel": "#a", key: "https://x/{monitor}"}, key: "https://y/"})
+    assert f"moved to alerts.{key}, which gives another link" in text
+
+
+def test_the_new_link_keys_load_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = AlertConfig.model_validate({"slack": {"channel": "#a"}, "run_url": "https://x/{batch_id}"})
+    assert config.format_run_url("m", "b1") == "https://x/b1"
 
 
 def test_a_monitor_spec_names_the_rule_key_that_is_wrong() -> None:

@@ -211,7 +211,7 @@ def test_missing_token_queues_until_a_token_is_given(
 
 def test_webhook_destination(engine: Engine, slack: SlackStandIn) -> None:
     config = AlertConfig.model_validate(
-        {"slack": {"webhook_url": slack.webhook_url, "run_url": "https://dash/{monitor}/{batch_id}"}}
+        {"slack": {"webhook_url": slack.webhook_url}, "run_url": "https://dash/{monitor}/{batch_id}"}
     )
     report = _process(engine, config, "b1", run_url="https://prefect/ignored")
     assert (report.destination, report.delivered) == ("slack-webhook", 1)

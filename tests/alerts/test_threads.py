@@ -254,10 +254,8 @@ def test_mute_every_target_list_and_unmute(engine: Engine) -> None:
 def test_report_link_sits_beside_the_run_link(engine: Engine, slack: SlackStandIn) -> None:
     config = _config(
         slack.api_url,
-        slack={
-            "run_url": "https://ui/{monitor}/{batch_id}",
-            "report_url": "https://reports/{monitor}/{batch_id}.html",
-        },
+        run_url="https://ui/{monitor}/{batch_id}",
+        report_url="https://reports/{monitor}/{batch_id}.html",
     )
     _run(engine, config, "b1", result("drift.numeric", "age", "high"))
     (post,) = slack.accepted()

@@ -12,6 +12,7 @@ import pytest
 import typer
 
 from driftline.flows.cli import app
+from driftline.tasks.alerts.channels.registry import BUILT_IN, channel_class
 from driftline.tasks.config.spec import MonitorSpec
 
 pytest.importorskip("mkdocs", reason="the docs extra is not installed")
@@ -46,8 +47,29 @@ def test_the_spec_page_lists_every_key_of_pydantics_json_schema() -> None:
     expected = {"monitorspec": set(schema["properties"])} | {
         name.lower(): set(definition["properties"]) for name, definition in schema["$defs"].items()
     }
+    for kind in BUILT_IN:  # an `alerts.channels` entry is validated by its kind's model, not in the schema
+        model = channel_class(kind).config_model
+        expected[model.__name__.lower()] = set(model.model_json_schema(mode="serialization")["properties"])
     sections = page_rows(hook("spec_reference").render())
     assert {anchor: set(rows) for anchor, rows in sections.items()} == expected
+    assert "from" in sections["emailconfig"] and "sender" not in sections["emailconfig"]
+
+
+@pytest.mark.parametrize(
+    "anchor",
+    ["source", "sqlsource", "alertconfig", "channelconfig", "route", "alertrule", "sustainedconfig"]
+    + [f"{channel_class(kind).config_model.__name__.lower()}" for kind in BUILT_IN],
+)
+def test_every_key_of_the_sources_and_alerts_is_described(anchor: str) -> None:
+    rows = page_rows(hook("spec_reference").render())[anchor]
+    assert rows and not [key for key, cells in rows.items() if not cells[2]]
+
+
+def test_the_channel_kinds_have_sections_that_name_their_entry() -> None:
+    page = hook("spec_reference").render()
+    assert "## `alerts.channels[kind: pagerduty]` {#pagerdutyconfig}" in page
+    assert "## `alerts.slack`, `alerts.channels[kind: slack]` {#slackconfig}" in page
+    assert page_rows(page)["sqlsource"]["query"][1] == "required"
 
 
 def test_the_spec_page_states_defaults_bounds_and_links_that_resolve() -> None:

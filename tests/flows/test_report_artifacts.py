@@ -1,5 +1,5 @@
 """The run's Prefect artifacts: the results table worst first, a link artifact only to a served report
-(`alerts.slack.report_url`), never to a file on the worker, and each figure as an SVG image."""
+(`alerts.report_url`), never to a file on the worker, and each figure as an SVG image."""
 
 from __future__ import annotations
 

@@ -37,12 +37,9 @@ def test_a_batch_id_cannot_relabel_the_posted_links(engine: Engine) -> None:
     with SlackStandIn() as slack:
         config = AlertConfig.model_validate(
             {
-                "slack": {
-                    "channel": "#ml-alerts",
-                    "base_url": slack.api_url,
-                    "run_url": "https://ui.example/runs?batch={batch_id}",
-                    "report_url": "https://ui.example/{monitor}/{batch_id}/report.html",
-                }
+                "slack": {"channel": "#ml-alerts", "base_url": slack.api_url},
+                "run_url": "https://ui.example/runs?batch={batch_id}",
+                "report_url": "https://ui.example/{monitor}/{batch_id}/report.html",
             }
         )
         results = [result("drift.numeric", "age", "high", metrics={"psi": 0.5})]

@@ -1,9 +1,12 @@
 """The email channel: each run's alert as a plain-text message through an SMTP server (smtplib).
 
-`starttls: true` (the default) upgrades the connection before anything is sent; a password is never
-sent over a connection that is neither upgraded nor to this machine. The password (and user name) come
-from the environment or a secret and are masked in every error. Each message's `Message-ID` is derived
-from its outbox key, so a message sent twice after an interrupted send is one conversation entry.
+`starttls: true` (the default) upgrades the connection before anything is sent, verifying the server's
+certificate against the system's CAs or `ssl_ca_file` (a private CA); `tls_verify: false` turns the
+check off, only when written so. A server that does not offer STARTTLS is an error, never a silent
+downgrade, and a password is never sent over a connection that is neither upgraded nor to this
+machine. The password (and user name) come from the environment or a secret and are masked in every
+error. Each message's `Message-ID` is derived from its outbox key, so a message sent twice after an
+interrupted send is one conversation entry.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pydantic import Field, field_validator, model_validator
 from driftline.tasks.alerts.alert import Alert
 from driftline.tasks.alerts.channels.base import (
     Channel,
+    ChannelUnavailable,
     Credentials,
     DeliveryError,
     Posted,
@@ -44,12 +48,20 @@ def _address(value: str) -> str:
 class EmailConfig(ChannelConfig):
     """`kind: email`: the SMTP server, sender, recipients and optional login."""
 
-    kind: Literal["email"] = "email"
+    kind: Literal["email"] = Field("email", description="`email`")
     smtp_host: str = Field(min_length=1, pattern=r"^[A-Za-z0-9.:\[\]-]+$", description="SMTP server host")
     smtp_port: int = Field(587, ge=1, le=65535, description="SMTP port (587: submission with STARTTLS)")
     sender: str = Field(alias="from", description="the From address")
     to: list[str] = Field(min_length=1, description="recipient addresses")
     starttls: bool = Field(True, description="upgrade the connection with STARTTLS before sending")
+    ssl_ca_file: str | None = Field(
+        None,
+        min_length=1,
+        description="PEM file of the CA(s) to trust for the server's certificate (a private CA)",
+    )
+    tls_verify: bool = Field(
+        True, description="verify the server's certificate and host name; false only for a server you trust"
+    )
     username_env: str | None = Field(None, description="environment variable with the SMTP user name")
     password_env: str | None = Field(None, description="environment variable with the SMTP password")
     password_block: str | None = Field(None, description="secret holding the SMTP password")
@@ -74,7 +86,25 @@ class EmailConfig(ChannelConfig):
         wants_login = bool(self.username_env or self.password_env or self.password_block)
         if wants_login and not self.starttls and self.smtp_host not in LOOPBACK_HOSTS:
             raise ValueError("a login needs `starttls: true` (the password would cross the network in clear)")
+        if not self.starttls and (self.ssl_ca_file is not None or not self.tls_verify):
+            raise ValueError("`ssl_ca_file` and `tls_verify` apply to STARTTLS: set `starttls: true`")
         return self
+
+
+def tls_context(config: EmailConfig) -> ssl.SSLContext:
+    """The context STARTTLS upgrades with: the system's CAs, or those of `ssl_ca_file`; no certificate
+    check only when `tls_verify: false` is written. An unreadable CA file is `ChannelUnavailable`."""
+    try:
+        context = ssl.create_default_context(cafile=config.ssl_ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ChannelUnavailable(
+            f"cannot load ssl_ca_file {config.ssl_ca_file!r} of the SMTP server {config.smtp_host}: "
+            f"{type(exc).__name__}: {exc.strerror or exc}"
+        ) from None
+    if not config.tls_verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 def _problem(exc: BaseException, host: str) -> DeliveryError:
@@ -82,7 +112,15 @@ def _problem(exc: BaseException, host: str) -> DeliveryError:
     if isinstance(exc, smtplib.SMTPAuthenticationError):
         return DeliveryError(f"the SMTP server {host} refused the login ({exc.smtp_code})", answered=True)
     if isinstance(exc, smtplib.SMTPNotSupportedError):
-        return DeliveryError(f"the SMTP server {host} does not offer {exc}", answered=True)
+        what = str(exc).split(" extension", 1)[0]  # "STARTTLS extension not supported by server."
+        needed = " (`starttls: true`): nothing was sent" if what == "STARTTLS" else ""
+        return DeliveryError(f"the SMTP server {host} does not offer {what}{needed}", answered=True)
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return DeliveryError(
+            f"the SMTP server {host} presented a certificate that is not trusted ({exc.verify_message}): "
+            "give its CA in `ssl_ca_file`",
+            answered=True,
+        )
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
         refused = ", ".join(sorted(exc.recipients))
         return DeliveryError(f"the SMTP server {host} refused every recipient ({refused})", answered=True)
@@ -122,6 +160,7 @@ class EmailChannel(Channel):
         self.secrets = tuple(s for s in (password, username) if s)
         self._login = (username or config.sender, password) if password else None
         self._timeout = timeout
+        self._tls = tls_context(config) if config.starttls else None
 
     @classmethod
     def from_config(cls, config: ChannelConfig, credentials: Credentials) -> Channel:
@@ -155,8 +194,8 @@ class EmailChannel(Channel):
         try:
             with smtplib.SMTP(self.config.smtp_host, self.config.smtp_port, timeout=self._timeout) as smtp:
                 smtp.ehlo()
-                if self.config.starttls:
-                    smtp.starttls(context=ssl.create_default_context())
+                if self._tls is not None:
+                    smtp.starttls(context=self._tls)
                     smtp.ehlo()
                 if self._login is not None:
                     smtp.login(*self._login)

@@ -38,7 +38,7 @@ PAGER_SEVERITY = {"high": "critical", "medium": "error", "low": "warning", "none
 class PagerDutyConfig(ChannelConfig):
     """`kind: pagerduty`: an Events API v2 integration's routing key, from the environment or a secret."""
 
-    kind: Literal["pagerduty"] = "pagerduty"
+    kind: Literal["pagerduty"] = Field("pagerduty", description="`pagerduty`")
     routing_key_env: str | None = Field(
         "PAGERDUTY_ROUTING_KEY", description="environment variable with the integration's routing key"
     )

@@ -36,7 +36,7 @@ MARKDOWN = re.compile(r"([\\`*_\[\]~<>])")
 class TeamsConfig(ChannelConfig):
     """`kind: teams`: the incoming webhook URL, from the environment or a secret."""
 
-    kind: Literal["teams"] = "teams"
+    kind: Literal["teams"] = Field("teams", description="`teams`")
     webhook_url_env: str | None = Field("TEAMS_WEBHOOK_URL", description="environment variable with the URL")
     webhook_url_block: str | None = Field(
         None, description="secret holding the URL (Prefect Secret block, Airflow connection)"

@@ -42,7 +42,7 @@ BODY_VERSION = 1
 class WebhookConfig(ChannelConfig):
     """`kind: webhook`: the endpoint (`url`, or from the environment or a secret) and the signing secret."""
 
-    kind: Literal["webhook"] = "webhook"
+    kind: Literal["webhook"] = Field("webhook", description="`webhook`")
     url: ChannelUrl | None = Field(None, description="endpoint URL, when it holds no secret")
     url_env: str | None = Field(None, description="environment variable with the endpoint URL")
     url_block: str | None = Field(None, description="secret holding the endpoint URL")

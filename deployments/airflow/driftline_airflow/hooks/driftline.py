@@ -12,6 +12,7 @@ a setting:
 | extra `slack_token` | a Slack bot token (masked) |
 | extra `slack_webhook_url` | a Slack incoming-webhook URL, instead of a channel and token (masked) |
 | extra `report_url` | a link template to a served report: `{monitor}`, `{batch_id}`, `{file}` |
+| extra `channels` | alert channels the notifier also sends to: a JSON list of `alerts.channels` entries |
 
 Every secret read is masked in task logs (`mask_secret`).
 """
