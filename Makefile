@@ -50,9 +50,17 @@ test-prefect-next: $(NEXT_VENV)/bin/driftline
 test-quick: $(BIN)/driftline
 	$(BIN)/python -m pytest -q -m "not e2e" -n auto
 
+# mypy checks the package as it installs: driftline's own modules and the folders installed as its
+# subpackages, linked under build/typecheck/driftline (git ignores build/), so `driftline.tasks.spec`
+# is tasks/spec.py ([tool.mypy] in pyproject.toml).
+TYPECHECK := build/typecheck/driftline
+
 lint: $(BIN)/driftline
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)
+	ln -s $(addprefix $(CURDIR)/,$(wildcard driftline/*.py) checks tasks flows data) $(TYPECHECK)/
+	$(BIN)/mypy
 
 # The documentation site into site/ (git ignores it); a warning (a broken link, a page missing from a
 # generated reference) fails the build.

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import numpy as np
 import pandas as pd
 
 from driftline.checks.errors import CheckInputError
 
+T = TypeVar("T")
 DISTANCES = ("diff", "ratio")
 REDUCTIONS = ("mean", "max", None)
 COMPARISONS = ("rest", "pairwise")
@@ -236,11 +237,23 @@ def model_disparity(
             means = benefit / size
         values = between_group_theil(size, benefit)
         return Disparity(comparisons, values, {"mean_benefit": (means[..., 0], means[..., 1])})
-    check_choice("distance_measure", distance_measure, DISTANCES)
+    measure = check_choice("distance_measure", distance_measure, DISTANCES)
     sides = {name: (rate(left, name, smoothing), rate(right, name, smoothing)) for name in rate_names(metric)}
-    per_rate = [distance(a, b, distance_measure) for a, b in sides.values()]
+    per_rate = [distance(a, b, measure) for a, b in sides.values()]
     values = per_rate[0] if len(per_rate) == 1 else np.maximum(*per_rate)
     return Disparity(comparisons, values, sides)
+
+
+@overload
+def reduce(values: np.ndarray, keys: Sequence[Any], reduction: str) -> float: ...
+
+
+@overload
+def reduce(values: np.ndarray, keys: Sequence[Any], reduction: None) -> dict[Any, float]: ...
+
+
+@overload
+def reduce(values: np.ndarray, keys: Sequence[Any], reduction: str | None) -> float | dict[Any, float]: ...
 
 
 def reduce(values: np.ndarray, keys: Sequence[Any], reduction: str | None) -> float | dict[Any, float]:
@@ -342,9 +355,11 @@ def check_quadratic(n_groups: int, what: str) -> None:
         )
 
 
-def check_choice(name: str, value: Any, allowed: Sequence[Any]) -> None:
+def check_choice(name: str, value: object, allowed: Sequence[T]) -> T:
+    """`value` when it is one of `allowed` (so typed as they are); else an error naming the setting."""
     if value not in allowed:
         raise CheckInputError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return allowed[allowed.index(value)]
 
 
 def binary(values: Any, name: str, positive_label: Any = 1) -> np.ndarray:

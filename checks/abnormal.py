@@ -242,7 +242,7 @@ class AbnormalCheck(Mergeable):
             **part.metrics,
             **counted_metrics,
         }
-        impact = part.impact.impact([True]) if part.failing else None
+        impact = part.impact.impact([True]) if part.failing and part.impact is not None else None
         if impact is not None:
             metrics[IMPACT] = impact
         details = {
@@ -494,7 +494,7 @@ class NullRate(RateCheck):
     def _evidence(
         self, profile: dict[str, float], usable_rows: int, failing_rows: int, details: dict[str, Any]
     ) -> dict[str, Evidence]:
-        reference_rows = profile["rows"]
+        reference_rows = int(profile["rows"])
         return {
             f"{kind}_rate_increase": rate_change(
                 details[f"{kind}_rows"], usable_rows, profile[f"{kind}_rate"] * reference_rows, reference_rows

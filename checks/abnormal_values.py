@@ -229,7 +229,7 @@ class NumericOutliers(_RangeCheck):
         if self.min_support < 1:
             raise CheckInputError(f"{self.name}: min_support must be at least 1, got {self.min_support}")
 
-    def _fit_column(self, values: pd.Series, column: str) -> dict[str, float | str] | None:
+    def _fit_column(self, values: pd.Series, column: str) -> dict[str, Any] | None:
         in_order = finite_reference(values, column)
         if len(in_order) > 1 and in_order[-1] > in_order[0] and np.all(np.diff(in_order) >= 0):
             return None
@@ -285,7 +285,8 @@ class OutOfRange(_RangeCheck):
     ) -> tuple[dict[str, float], dict[str, Any]]:
         """The range details, and the reference's and the batch's ranges and medians side by side."""
         metrics, details = super()._counted(part, profile, rows)
-        summary = part.summary  # a `ValueSummary`: this check's `_flag` always sets one
+        summary = part.summary
+        assert isinstance(summary, ValueSummary)  # this check's `_flag` always sets one
         details.update(
             reference_range=[profile["lower"], profile["upper"]],
             batch_range=summary.value_range,

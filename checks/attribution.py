@@ -9,7 +9,7 @@ and `attribution.compare` (slices of the difference between two models' attribut
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from functools import partial
 from typing import Any, ClassVar
@@ -145,7 +145,7 @@ class _SlicingCheck(Check):
         self,
         seg: Segmentation,
         batch: _Batch,
-        metrics: dict[str, float | None],
+        metrics: Mapping[str, float | None],
         dims: list[str],
         absent: list[str],
         details: dict[str, Any],
@@ -202,7 +202,7 @@ class _SlicingCheck(Check):
 class SliceGrade:
     """What grades one slice: extra metrics and the evidence of the graded one, or why there is none."""
 
-    metrics: dict[str, float | None]
+    metrics: Mapping[str, float | None]
     evidence: dict[str, Evidence] | None = None
     why_not: str | None = None
 
@@ -242,11 +242,13 @@ class AttributionAUC(_SlicingCheck):
     def fit(self, reference: pd.DataFrame, columns: Columns) -> dict[str, Any]:
         """The reference's AUC and a sample of its rows with their attributions (None when unusable)."""
         try:
-            batch = _usable_rows(reference, columns.label, [columns.score], self.positive_label)
+            batch = _usable_rows(
+                reference, columns.required("label"), [columns.required("score")], self.positive_label
+            )
             dims, _ = self.dimensions(batch.frame, columns)
         except (CheckInputError, NotApplicable) as exc:
             return {"auc": None, "sample": None, "reason": str(exc)}
-        attributions = example_attribution(batch.positive, batch.scores[columns.score])
+        attributions = example_attribution(batch.positive, batch.scores[columns.required("score")])
         sample = batch.frame[dims].assign(**{ATTRIBUTION_COLUMN: attributions})
         if len(sample) > self.reference_rows:
             ids = self.row_ids(batch.frame, columns)
@@ -255,9 +257,11 @@ class AttributionAUC(_SlicingCheck):
         return {"auc": 2.0 * float(attributions.mean()), "sample": sample, "reason": None}
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
-        batch = _usable_rows(current, columns.label, [columns.score], self.positive_label)
+        batch = _usable_rows(
+            current, columns.required("label"), [columns.required("score")], self.positive_label
+        )
         dims, absent = self.dimensions(batch.frame, columns)
-        attributions = example_attribution(batch.positive, batch.scores[columns.score])
+        attributions = example_attribution(batch.positive, batch.scores[columns.required("score")])
         seg = segment(batch.frame[dims], attributions, self.row_ids(batch.frame, columns), **self.settings())
         reference_auc = profile.get("auc")
         metrics = {
@@ -324,12 +328,12 @@ class AttributionCompare(_SlicingCheck):
             raise NotApplicable("set candidate_score to the column holding the second model's scores")
         if self.candidate_score not in current.columns:
             raise CheckInputError(f"candidate_score column {self.candidate_score!r} is not in the batch")
-        score_columns = [columns.score, self.candidate_score]
-        batch = _usable_rows(current, columns.label, score_columns, self.positive_label)
+        score_columns = [columns.required("score"), self.candidate_score]
+        batch = _usable_rows(current, columns.required("label"), score_columns, self.positive_label)
         dims, absent = self.dimensions(batch.frame, columns, exclude=tuple(score_columns))
         comparison = compare_models(
             batch.positive,
-            batch.scores[columns.score],
+            batch.scores[columns.required("score")],
             batch.scores[self.candidate_score],
             batch.frame[dims],
             self.row_ids(batch.frame, columns),
@@ -398,7 +402,9 @@ class AttributionPairs(Check):
         dims = self._dimensions(reference, columns)
         definitions = {d: self._fit_dimension(reference[d]) for d in dims}
         try:
-            batch = _usable_rows(reference, columns.label, [columns.score], self.positive_label)
+            batch = _usable_rows(
+                reference, columns.required("label"), [columns.required("score")], self.positive_label
+            )
         except (CheckInputError, NotApplicable) as exc:
             return {"slices": definitions, "cells": None, "auc": None, "reason": str(exc)}
         matrix = self._matrix(batch, columns, definitions)
@@ -435,11 +441,13 @@ class AttributionPairs(Check):
                 for d, slices in definitions.items()
             }
         )
-        return pair_attribution(batch.positive, batch.scores[columns.score], slices, slices)
+        return pair_attribution(batch.positive, batch.scores[columns.required("score")], slices, slices)
 
     def evaluate(self, current: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> list[CheckResult]:
         self._dimensions(current, columns)
-        batch = _usable_rows(current, columns.label, [columns.score], self.positive_label)
+        batch = _usable_rows(
+            current, columns.required("label"), [columns.required("score")], self.positive_label
+        )
         matrix = self._matrix(batch, columns, profile["slices"])
         summary = self.result(
             ALL_DATA,

@@ -21,13 +21,13 @@ from the finite reference values; -inf and +inf are counted like any value, in t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy import special
 
 from driftline.checks.errors import CheckInputError
@@ -54,7 +54,7 @@ LARGE_TABLE_CELLS = 1000
 
 
 def psi(
-    reference_counts: Sequence[float], current_counts: Sequence[float], smoothing: float = DEFAULT_SMOOTHING
+    reference_counts: ArrayLike, current_counts: ArrayLike, smoothing: float = DEFAULT_SMOOTHING
 ) -> float:
     """Population stability index of two count vectors over the same bins (see the module docstring)."""
     ref = np.asarray(reference_counts, dtype=float)
@@ -81,8 +81,8 @@ def psi_rows(
 
 
 def psi_evidence(
-    reference_counts: Sequence[float],
-    current_counts: Sequence[float],
+    reference_counts: ArrayLike,
+    current_counts: ArrayLike,
     smoothing: float = DEFAULT_SMOOTHING,
     draws: int = NULL_DRAWS,
 ) -> Evidence:
@@ -548,7 +548,7 @@ class ImpactSums:
     def from_groups(cls, rows: ImpactRows, groups: RowGroups) -> ImpactSums:
         """Sums of one partition's rows by group."""
         k, codes = len(groups.labels), groups.codes
-        data = {"rows": np.asarray(groups.sizes, dtype=np.int64)}
+        data: dict[str, np.ndarray] = {"rows": np.asarray(groups.sizes, dtype=np.int64)}
         if rows.values is None:
             data["count"], data["total"] = np.zeros(k, dtype=np.int64), np.zeros(k)
         else:

@@ -72,6 +72,13 @@ class Columns:
         """Numeric then categorical feature columns."""
         return self.numeric + self.categorical
 
+    def required(self, role: str) -> str:
+        """The column of a single-column role a check needs (its `needs` screen a missing one out first)."""
+        column = getattr(self, role)
+        if column is None:
+            raise CheckInputError(f"no {role} column is declared")
+        return column
+
     def role_columns(self) -> tuple[str, ...]:
         """Every column named by a single-column role."""
         return tuple(c for c in (getattr(self, r) for r in SINGLE_ROLES) if c)
@@ -101,9 +108,8 @@ class Columns:
     def without(self, names: Collection[str]) -> Columns:
         """The same roles with the feature columns `names` left out of numeric, categorical and text."""
         drop = set(names)
-        return replace(
-            self, **{k: tuple(c for c in getattr(self, k) if c not in drop) for k in FEATURE_KINDS}
-        )
+        kept: dict[str, Any] = {k: tuple(c for c in getattr(self, k) if c not in drop) for k in FEATURE_KINDS}
+        return replace(self, **kept)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (lists for the multi-column roles)."""
@@ -116,7 +122,8 @@ class Columns:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Columns:
         """The roles of a `to_dict` form (lists back to tuples)."""
-        return cls(**{k: tuple(v) if k in LIST_ROLES else v for k, v in data.items()})
+        roles: dict[str, Any] = {k: tuple(v) if k in LIST_ROLES else v for k, v in data.items()}
+        return cls(**roles)
 
 
 def _find(frame_columns: Sequence[str], candidates: Sequence[str]) -> str | None:

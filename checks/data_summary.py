@@ -154,7 +154,7 @@ class NumericState:
             maximum=max(self.maximum, other.maximum),
             mean=self.mean + delta * other.count / n if n else 0.0,
             squares=self.squares + other.squares + delta * delta * self.count * other.count / n if n else 0.0,
-            values=np.concatenate([self.values, other.values]) if few else None,  # type: ignore[list-item]
+            values=np.concatenate([self.values, other.values]) if few else None,
             sketch=None if few else self._sketch(log_gamma).merge(other._sketch(log_gamma)),
         )
 

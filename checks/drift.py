@@ -165,11 +165,38 @@ class TargetPartial:
         kept = both and self.values is not None and other.values is not None
         return TargetPartial(
             rows=self.rows + other.rows,
-            counts=self.counts.merge(other.counts) if both else (self.counts or other.counts),
+            counts=self._merged_counts(other) if both else (self.counts or other.counts),
             impact=self.impact.merge(other.impact) if both and self.impact and other.impact else None,
             problem=problem,
             values=np.concatenate([self.values, other.values]) if kept else None,
         )
+
+    def _merged_counts(self, other: TargetPartial) -> NumericCounts | CategoryTally | None:
+        """Both partitions' counts added up (of one kind: both follow the target's reference summary)."""
+        mine, theirs = self.counts, other.counts
+        if isinstance(mine, NumericCounts) and isinstance(theirs, NumericCounts):
+            return mine.merge(theirs)
+        if isinstance(mine, CategoryTally) and isinstance(theirs, CategoryTally):
+            return mine.merge(theirs)
+        return mine or theirs
+
+    def numeric(self) -> NumericCounts:
+        """The counts of a target the reference summarised as a numeric sketch."""
+        if not isinstance(self.counts, NumericCounts):
+            raise TypeError(f"expected the counts of a numeric target, got {type(self.counts).__name__}")
+        return self.counts
+
+    def categories(self) -> CategoryTally:
+        """The counts of a target the reference summarised by category."""
+        if not isinstance(self.counts, CategoryTally):
+            raise TypeError(f"expected the counts of a categorical target, got {type(self.counts).__name__}")
+        return self.counts
+
+    def kept_values(self) -> np.ndarray:
+        """Every present batch value, kept for a check whose `keeps_values` says so."""
+        if self.values is None:
+            raise TypeError("the batch values were not kept (`keeps_values` is false)")
+        return self.values
 
 
 @dataclass(kw_only=True)
@@ -215,7 +242,7 @@ class _DistributionDrift(Mergeable):
         """One target's batch counts against its summary: by default the PSI against whichever summary
         the reference got, category counts or a numeric sketch."""
         if isinstance(summary, CategoryCounts):
-            return self.compare_categories(summary, part.counts, target)
+            return self.compare_categories(summary, part.categories(), target)
         return self.compare_numeric(summary, part, target)
 
     def impact_values(self, current: pd.DataFrame, columns: Columns) -> ImpactRows | None:
@@ -282,9 +309,9 @@ class _DistributionDrift(Mergeable):
         """One partition's counts of a target in the reference's categories or bins, with the model
         impact sums per category or bin when the check reports impact."""
         if isinstance(summary, CategoryCounts):
-            counts, groups = CategoryTally.from_series(values)
+            tally, groups = CategoryTally.from_series(values)
             impact = ImpactSums.from_groups(impact_rows, groups) if impact_rows else None
-            return TargetPartial(rows, counts, impact)
+            return TargetPartial(rows, tally, impact)
         present, dropped = present_values(values, target)
         counts = NumericCounts.from_values(present, dropped, summary)
         impact = (
@@ -321,7 +348,7 @@ class _DistributionDrift(Mergeable):
         except NotApplicable as exc:
             return CheckResult.skipped(self.name, target, str(exc), rows=rows)
         result = self.graded(target, comparison, rows)
-        if result.severity != "none" and part.impact is not None:
+        if result.severity != "none" and part.impact is not None and part.counts is not None:
             grown = part.counts.grown(summary)
             result.failing_rows = part.impact.failing_rows(grown)
             result.model_impact = part.impact.impact(grown)
@@ -375,14 +402,14 @@ class _DistributionDrift(Mergeable):
         self, sketch: NumericSketch, part: TargetPartial, target: str, tests: frozenset[str] = frozenset()
     ) -> Comparison:
         """PSI on the reference bins (plus KS / Wasserstein when asked) from the batch's counts."""
-        counts = part.counts
+        counts = part.numeric()
         self.require_rows(counts.present, target)
         metrics, evidence = self.psi_of(sketch.counts, counts.bins)
         if "ks" in tests:
             metrics["ks_statistic"], metrics["ks_pvalue"] = counts.ks(sketch)
             evidence.update(self.ks_evidence(metrics["ks_statistic"], counts.present, sketch.n))
         if "wasserstein" in tests:
-            metrics["wasserstein"] = sketch.wasserstein(part.values)
+            metrics["wasserstein"] = sketch.wasserstein(part.kept_values())
         details = {
             "bins": len(sketch.counts),
             "edges": sketch.edges.tolist(),
@@ -546,7 +573,7 @@ class CategoricalDrift(_FeatureDrift):
         return summary
 
     def compare(self, summary: CategoryCounts, part: TargetPartial, target: str) -> Comparison:
-        tally = part.counts
+        tally = part.categories()
         self.require_rows(int(tally.counts.sum()), target)
         reference, current, unseen_names = summary.levels(tally.counts)
         frequent, ref, cur = capped_bins(reference, current, self.min_category_rows)
@@ -672,18 +699,18 @@ class LabelDrift(_LabelDistribution):
     def compare(self, summary: LabelSketch | CategoryCounts, part: TargetPartial, target: str) -> Comparison:
         if isinstance(summary, NumericSketch):
             comparison = self.compare_numeric(summary, part, target, frozenset({"ks"}))
-            metrics, details, evidence = summary.location(part.values)
+            metrics, details, evidence = summary.location(part.kept_values())
             return Comparison(
                 {**comparison.metrics, **metrics},
                 {**comparison.details, **details},
                 {**comparison.evidence, **evidence},
             )
-        comparison = self.compare_categories(summary, part.counts, target)
-        evidence, details = share_change(summary, part.counts.counts)
+        comparison = self.compare_categories(summary, part.categories(), target)
+        share, details = share_change(summary, part.categories().counts)
         return Comparison(
-            {"share_change": evidence.estimate, **comparison.metrics},
+            {"share_change": share.estimate, **comparison.metrics},
             {**details, **comparison.details},
-            {"share_change": evidence},
+            {"share_change": share},
         )
 
 

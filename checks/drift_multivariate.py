@@ -208,7 +208,7 @@ def fit_reconstruction(
         raise NotApplicable("every feature is constant in the reference: there is no structure to compare")
     if isinstance(keep, float):
         share = np.cumsum(eigenvalues) / eigenvalues.sum()
-        keep = int(min(np.searchsorted(share, keep, side="right") + 1, len(eigenvalues) - 1))
+        keep = min(int(np.searchsorted(share, keep, side="right")) + 1, len(eigenvalues) - 1)
     explained = float(eigenvalues[:keep].sum() / eigenvalues.sum())
     return Reconstruction(encoding, center, scale, vectors[:, :keep].T.copy(), explained)
 

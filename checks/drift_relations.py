@@ -461,7 +461,8 @@ class MutualInfoLabelDrift(_MutualInfoDrift):
     needs: ClassVar[frozenset[str]] = frozenset({"features", "label"})
 
     def candidate_pairs(self, columns: Columns) -> list[tuple[str, str]]:
-        return [(f, columns.label) for f in self.feature_columns(columns, "features") if f != columns.label]
+        label = columns.required("label")
+        return [(f, label) for f in self.feature_columns(columns, "features") if f != label]
 
     def discrete(self, series: pd.Series, name: str, columns: Columns) -> bool:
         if name != columns.label or not pd.api.types.is_numeric_dtype(series.dtype):

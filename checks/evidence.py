@@ -18,10 +18,11 @@ Noise models (all from `scipy.special`, so checks stay quick to import):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 from driftline.checks.result import SEVERITIES, CheckResult, format_number, severity_for, worst_severity
@@ -114,8 +115,8 @@ def kolmogorov(statistic: float, n_current: int, n_reference: int) -> Evidence:
 
 def divergence_evidence(
     statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    reference_counts: Sequence[float],
-    current_counts: Sequence[float],
+    reference_counts: ArrayLike,
+    current_counts: ArrayLike,
     observed: float,
     draws: int = NULL_DRAWS,
     seed: int = 0,
@@ -138,7 +139,7 @@ def divergence_evidence(
 
 def split_evidence(
     statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    counts: tuple[Sequence[float], Sequence[float]],
+    counts: tuple[ArrayLike, ArrayLike],
     observed: float,
     *,
     draws: int = NULL_DRAWS,
@@ -252,17 +253,17 @@ def auc_standard_error(auc: float, positives: int, negatives: int) -> float:
 
 def bootstrap_standard_error(
     statistic: Callable[[np.ndarray], np.ndarray],
-    counts: Sequence[float],
+    counts: ArrayLike,
     draws: int = NULL_DRAWS,
     seed: int = 0,
 ) -> float:
     """Standard error of a statistic of cell counts (a confusion matrix, a histogram) by a seeded
     multinomial bootstrap; `statistic` maps (draws × cells) counts to one value per row (NaN ignored)."""
-    counts = np.asarray(counts, dtype=float)
-    total = round(float(counts.sum()))
+    cells = np.asarray(counts, dtype=float)
+    total = round(float(cells.sum()))
     if total < 2:
         return math.inf
-    sample = np.random.default_rng(seed).multinomial(total, counts / counts.sum(), size=draws)
+    sample = np.random.default_rng(seed).multinomial(total, cells / cells.sum(), size=draws)
     values = np.asarray(statistic(sample), dtype=float)
     values = values[np.isfinite(values)]
     return float(np.std(values, ddof=1)) if len(values) > 1 else math.inf

@@ -55,8 +55,9 @@ def _quiet_gx_logs() -> None:
     it through loggers whose level it sets itself: raise them all to WARNING, so a run logs its own."""
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
     for name, logger in list(logging.Logger.manager.loggerDict.items()):
-        chatty = isinstance(logger, logging.Logger) and logger.level < logging.WARNING
-        if chatty and name.startswith("great_expectations."):
+        if not isinstance(logger, logging.Logger):  # a placeholder of a logger not made yet
+            continue
+        if logger.level < logging.WARNING and name.startswith("great_expectations."):
             logger.setLevel(logging.WARNING)
 
 

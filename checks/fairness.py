@@ -825,7 +825,7 @@ class _FairnessCheck(Check):
     def _batch(self, frame: pd.DataFrame, columns: Columns) -> _Batch:
         arrays: dict[str, pd.Series] = {}
         if self.uses_label:
-            arrays[columns.label] = frame[columns.label]
+            arrays[columns.required("label")] = frame[columns.required("label")]
         if self.uses_prediction:
             prediction, arrays[prediction], from_score = self._prediction(frame, columns)
         rows = _clean(frame[list(columns.protected)].reset_index(drop=True), arrays)
@@ -838,7 +838,7 @@ class _FairnessCheck(Check):
         y_true = y_pred = np.zeros(n, dtype=bool)
         if self.uses_label:
             name = f"label column {columns.label!r}"
-            y_true = core.binary(rows.values[columns.label], name, self.positive_label)
+            y_true = core.binary(rows.values[columns.required("label")], name, self.positive_label)
         source = None
         if self.uses_prediction and from_score:
             y_pred = rows.values[prediction] >= self.score_threshold

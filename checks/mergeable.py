@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import pandas as pd
 
@@ -48,8 +48,29 @@ class Mergeable(Check):
         return self.finish(self.merge([self.partial(current, profile, columns)]), profile, columns)
 
 
+@runtime_checkable
+class MergeMethods(Protocol):
+    """The merge protocol as a type: what a check offers that subclasses `Mergeable` or, setting
+    `mergeable = True` itself, defines the four methods."""
+
+    def partial(self, current: pd.DataFrame, profile: Any, columns: Columns) -> Any: ...
+
+    def merge(self, states: list[Any]) -> Any: ...
+
+    def finish(self, state: Any, profile: Any, columns: Columns) -> list[CheckResult]: ...
+
+    def merge_limit(self) -> str | None: ...
+
+
+def merge_methods(check: Check) -> MergeMethods:
+    """The check through its merge methods; a TypeError when it declares no mergeable evaluation."""
+    if not (getattr(check, "mergeable", False) and isinstance(check, MergeMethods)):
+        raise TypeError(f"{check.name} has no mergeable evaluation")
+    return check
+
+
 def merge_obstacle(check: Check) -> str | None:
     """None when the check, as configured, is evaluated partition by partition and merged; else why not."""
     if not getattr(check, "mergeable", False):
         return f"{check.name} has no mergeable evaluation"
-    return check.merge_limit()
+    return merge_methods(check).merge_limit()

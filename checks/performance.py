@@ -100,6 +100,12 @@ class _Outputs:
     scores: np.ndarray | None  # binary: P(positive); multiclass: one column per class; regression: prediction
     dropped: int
 
+    def score_matrix(self) -> np.ndarray:
+        """The score columns, for a metric read from scores (its setup names them, so they were read)."""
+        if self.scores is None:
+            raise CheckInputError("the metric needs score columns and none were read")
+        return self.scores
+
 
 def _numeric(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
     for name in names:
@@ -120,13 +126,13 @@ def _outputs(frame: pd.DataFrame, columns: Columns, prediction: str | None, scor
         keep = keep & np.isfinite(label.to_numpy(dtype=float, na_value=np.nan))
     if prediction:
         keep = keep & frame[prediction].notna().to_numpy()
-    scores = _numeric(frame, scores) if scores else None
-    if scores is not None:
-        keep = keep & np.isfinite(scores).all(axis=1)
+    matrix = _numeric(frame, scores) if scores else None
+    if matrix is not None:
+        keep = keep & np.isfinite(matrix).all(axis=1)
     return _Outputs(
         truth=frame[columns.label].to_numpy()[keep],
         predicted=frame[prediction].to_numpy()[keep] if prediction else None,
-        scores=scores[keep] if scores is not None else None,
+        scores=matrix[keep] if matrix is not None else None,
         dropped=int(len(frame) - keep.sum()),
     )
 
@@ -156,6 +162,7 @@ def _setup(reference: pd.DataFrame, columns: Columns, classes: list[Any] | None)
     numeric = pd.api.types.is_numeric_dtype(label.dtype)
     # 1 is the positive class of 0/1 labels (also when one of them is absent); otherwise the larger label.
     positive = (1 if numeric and set(found) <= {0, 1} else max(found)) if task == "binary" else None
+    scores: tuple[str, ...]
     if task == "binary":
         scores = (columns.score,) if columns.score else ()
     else:
@@ -190,13 +197,13 @@ def graded_change(name: str) -> str:
 def _predicted_positive(out: _Outputs, setup: _Setup, threshold: float) -> np.ndarray:
     if out.predicted is not None:
         return out.predicted == setup.positive
-    return out.scores[:, 0] >= threshold
+    return out.score_matrix()[:, 0] >= threshold
 
 
 def _predicted_class(out: _Outputs, setup: _Setup, threshold: float) -> np.ndarray:
     if out.predicted is not None:
         return out.predicted
-    return np.asarray(setup.classes, dtype=object)[out.scores.argmax(axis=1)]
+    return np.asarray(setup.classes, dtype=object)[out.score_matrix().argmax(axis=1)]
 
 
 def _class_index(truth: np.ndarray, setup: _Setup) -> np.ndarray:
@@ -209,9 +216,9 @@ def _class_index(truth: np.ndarray, setup: _Setup) -> np.ndarray:
 
 def _row_log_loss(out: _Outputs, setup: _Setup) -> np.ndarray:
     if setup.task == "binary":
-        p = out.scores[:, 0]
+        p = out.score_matrix()[:, 0]
         return row_log_loss((out.truth == setup.positive).astype(int), np.c_[1 - p, p])
-    return row_log_loss(_class_index(out.truth, setup), out.scores)
+    return row_log_loss(_class_index(out.truth, setup), out.score_matrix())
 
 
 @dataclass(frozen=True)
@@ -239,7 +246,7 @@ def _state(name: str, out: _Outputs, setup: _Setup, threshold: float) -> tuple:
     if name == "auc":
         return ("gather", out.truth, out.scores)
     if setup.task == "regression":
-        error = out.truth - out.scores[:, 0]
+        error = out.truth - out.score_matrix()[:, 0]
         if name == "mae":
             return ("losses", float(np.sum(np.abs(error))), float(np.sum(error**2)), len(error))
         return ("squares", float(np.sum(error**2)), float(np.sum(error**4)), len(error))
@@ -394,7 +401,7 @@ class OverallMetrics(Mergeable):
     def _outputs(self, frame: pd.DataFrame, columns: Columns, setup: _Setup) -> _Outputs:
         if setup.task != "regression":
             return _outputs(frame, columns, setup.prediction, list(setup.scores))
-        _numeric(frame, [columns.label])
+        _numeric(frame, [columns.required("label")])
         out = _outputs(frame, columns, None, list(setup.scores))
         return replace(out, truth=out.truth.astype(float))
 
@@ -596,7 +603,7 @@ class CalibrationComparison(Mergeable):
         self, frame: pd.DataFrame, columns: Columns, setup: _Setup
     ) -> tuple[dict[str, CalibrationBins], int]:
         out = _outputs(frame, columns, None, list(setup.scores))
-        scores = out.scores
+        scores = out.score_matrix()
         if len(scores) and (scores.min() < 0 or scores.max() > 1):
             raise CheckInputError(f"score column(s) {list(setup.scores)} have values outside [0, 1]")
         if setup.task == "binary":

@@ -202,14 +202,20 @@ class _Rows:
     truth: np.ndarray | None
     dropped: int
 
+    def labels(self) -> np.ndarray:
+        """The labels of reference rows (read `with_label`)."""
+        if self.truth is None:
+            raise CheckInputError("the rows were read without their labels")
+        return self.truth
+
 
 def _rows(frame: pd.DataFrame, columns: Columns, design: Design, with_label: bool, where: str) -> _Rows:
     """The usable rows of a frame: a finite prediction and, for the reference, a finite label."""
-    prediction = _numeric(frame, columns.prediction, "prediction", where)
+    prediction = _numeric(frame, columns.required("prediction"), "prediction", where)
     keep = np.isfinite(prediction)
     truth = None
     if with_label:
-        truth = _numeric(frame, columns.label, "label", where)
+        truth = _numeric(frame, columns.required("label"), "label", where)
         keep &= np.isfinite(truth)
         truth = truth[keep]
     x = design.matrix(frame, prediction, where)[keep]
@@ -219,9 +225,9 @@ def _rows(frame: pd.DataFrame, columns: Columns, design: Design, with_label: boo
 def _canonical(rows: _Rows) -> _Rows:
     """The reference rows in an order fixed by their values (sorted by a hash of each row), so the
     halves and chunks do not depend on how the file was sorted; equal rows are interchangeable."""
-    hashed = pd.util.hash_pandas_object(pd.DataFrame(np.column_stack([rows.x, rows.truth])), index=False)
+    hashed = pd.util.hash_pandas_object(pd.DataFrame(np.column_stack([rows.x, rows.labels()])), index=False)
     order = np.argsort(hashed.to_numpy(), kind="stable")
-    return _Rows(rows.x[order], rows.truth[order], rows.dropped)
+    return _Rows(rows.x[order], rows.labels()[order], rows.dropped)
 
 
 def _regression_label(reference: pd.DataFrame, columns: Columns) -> None:
@@ -283,7 +289,7 @@ def band_coverage(
 def fit_loss(rows: _Rows, metric: str, count: int, band_sigmas: float) -> FittedLoss:
     """Cross-fit the loss model of one metric on the reference rows (in canonical order: alternate
     rows form the two halves)."""
-    losses = row_losses(rows.truth, rows.x[:, -1], metric)
+    losses = row_losses(rows.labels(), rows.x[:, -1], metric)
     first = np.arange(len(losses)) % 2 == 0
     models = (LossModel.fit(rows.x[first], losses[first]), LossModel.fit(rows.x[~first], losses[~first]))
     predicted = held_out_losses(models, rows.x, first)

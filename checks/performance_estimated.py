@@ -238,6 +238,12 @@ class _Rows:
     truth: np.ndarray | None
     dropped: int
 
+    def labels(self) -> np.ndarray:
+        """The labels of reference rows (read `with_label`)."""
+        if self.truth is None:
+            raise CheckInputError("the rows were read without their labels")
+        return self.truth
+
 
 def _read(
     frame: pd.DataFrame,
@@ -284,9 +290,9 @@ def _read(
 def _canonical(rows: _Rows) -> _Rows:
     """The reference rows in an order that depends only on their values (sorted, then shuffled with a
     fixed seed), so the calibration folds and chunks do not depend on how the file was sorted."""
-    order = np.lexsort((rows.predicted, rows.truth, rows.score))
+    order = np.lexsort((rows.predicted, rows.labels(), rows.score))
     order = order[np.random.default_rng(SHUFFLE_SEED).permutation(len(order))]
-    return _Rows(rows.score[order], rows.predicted[order], rows.truth[order], rows.dropped)
+    return _Rows(rows.score[order], rows.predicted[order], rows.labels()[order], rows.dropped)
 
 
 # --- the check ---------------------------------------------------------------------------------------------
@@ -384,15 +390,15 @@ class EstimatedPerformance(Check):
             raise CheckInputError("no reference row with a label and a finite score")
         if self.calibration == "auto":
             # in the reference's own row order, as NannyML splits it: the same file, the same decision
-            decision = calibration_test(rows.score, rows.truth)
+            decision = calibration_test(rows.score, rows.labels())
         else:
             decision = {"calibrate": self.calibration == "always", "why": f"calibration: {self.calibration}"}
         rows = _canonical(rows)
         if not decision["calibrate"] and (rows.score.min() < 0 or rows.score.max() > 1):
             raise CheckInputError("scores outside [0, 1] must be calibrated (calibration: auto or always)")
-        calibrator = IsotonicMap.fit(rows.score, rows.truth) if decision["calibrate"] else None
+        calibrator = IsotonicMap.fit(rows.score, rows.labels()) if decision["calibrate"] else None
         p = calibrator(rows.score) if calibrator is not None else rows.score
-        band = band_components(rows.truth, rows.predicted, rows.score)
+        band = band_components(rows.labels(), rows.predicted, rows.score)
         drawn = min(len(p), SIMULATION_ROWS)
         spread = realised_spread(p, rows.predicted, rows.score, rows=drawn)
         return EstimationProfile(
@@ -400,12 +406,12 @@ class EstimatedPerformance(Check):
             classes=classes,
             calibration=decision,
             calibrator=calibrator,
-            reference=realised(rows.truth, rows.predicted, rows.score),
+            reference=realised(rows.labels(), rows.predicted, rows.score),
             estimated_reference=estimate(p, rows.predicted, rows.score),
             band=band,
             per_row_spread={m: e * np.sqrt(drawn) for m, e in spread.items()},
             coverage=band_coverage(
-                rows.truth, rows.predicted, rows.score, p, self.reference_chunks, band, self.band_sigmas
+                rows.labels(), rows.predicted, rows.score, p, self.reference_chunks, band, self.band_sigmas
             ),
             reference_rows=len(rows.score),
         )

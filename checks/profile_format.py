@@ -259,7 +259,7 @@ class Decoder:
         names = {f.name for f in dataclasses.fields(cls)}
         if node["version"] != class_version(cls) or set(node["fields"]) != names:
             raise ProfileFormatError(f"{node['class']} was stored in another format")
-        value = object.__new__(cls)
+        value: Any = object.__new__(cls)
         for name, field in node["fields"].items():
             object.__setattr__(value, name, self.decode(field))
         return value
@@ -290,7 +290,9 @@ def dump_profile(profile: Any, key: str, trusted: tuple[str, ...] = ()) -> bytes
     root = encoder.encode(profile)
     tree = {"format": PROFILE_FORMAT, "version": FORMAT_VERSION, "key": key, "profile": root}
     buffer = io.BytesIO()
-    np.savez(buffer, **{TREE: np.frombuffer(json.dumps(tree).encode(), dtype=np.uint8)}, **encoder.arrays)
+    arrays: dict[str, Any] = {TREE: np.frombuffer(json.dumps(tree).encode(), dtype=np.uint8)}
+    arrays.update(encoder.arrays)
+    np.savez(buffer, **arrays)
     return buffer.getvalue()
 
 

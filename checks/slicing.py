@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from driftline.checks.errors import CheckInputError
 from driftline.checks.evidence import NULL_DRAWS, auc_standard_error, bootstrap_standard_error
@@ -111,7 +112,7 @@ def group_counts(codes: np.ndarray, n_groups: int, cells: np.ndarray, n_cells: i
     return flat.reshape(n_groups, n_cells)
 
 
-def divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def divide(num: ArrayLike, den: ArrayLike) -> np.ndarray:
     """num / den with NaN where den is 0 (an undefined metric, not a warning)."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     out = np.full(np.broadcast(num, den).shape, np.nan)

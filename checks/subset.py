@@ -141,6 +141,10 @@ class SubsetValues:
         if self.support is None:
             self.support = self.trials if self.trials is not None else self.size
 
+    def rows_of_noise(self) -> np.ndarray:
+        """`support`, which `__post_init__` fills when it was not given."""
+        return self.size if self.support is None else self.support
+
 
 @dataclass
 class Comparison:
@@ -391,6 +395,7 @@ class SubsetCheck(Check):
     def _change_evidence(self, batch: SubsetValues, ref: SubsetValues, j: int, change: float) -> Evidence:
         """Evidence of subset j's change: `rate_change` for a rate, else both standard errors."""
         if batch.hits is not None and ref.hits is not None and not self.relative:
+            assert batch.trials is not None and ref.trials is not None  # a rate keeps both
             sides = [(batch.hits[j], int(batch.trials[j])), (ref.hits[j], int(ref.trials[j]))]
             (hits, trials), (ref_hits, ref_trials) = sides if self.higher_is_worse else sides[::-1]
             return rate_change(hits, trials, ref_hits, ref_trials)
@@ -416,9 +421,10 @@ class SubsetCheck(Check):
 
     def _why_not(self, values: SubsetValues, j: int, side: str) -> str | None:
         """Why subset j cannot be graded on one side (too few rows, undefined metric), or None."""
-        if values.support[j] < self.min_subset_size:
+        support = values.rows_of_noise()
+        if support[j] < self.min_subset_size:
             return (
-                f"{int(values.support[j])} {self.support_rows} in the {side}, fewer than "
+                f"{int(support[j])} {self.support_rows} in the {side}, fewer than "
                 f"min_subset_size={self.min_subset_size}"
             )
         if not (math.isfinite(values.value[j]) and math.isfinite(values.se[j])):
@@ -456,7 +462,9 @@ class SubsetCheck(Check):
             self._metrics(values, reference, overall, comparison, k),
             rows=prepared.rows,
             details=self._details(slices, values, reference, comparison, k, prepared),
-            evidence={self.graded_metric(): self._best_of(chosen, comparison)} if graded else None,
+            evidence={self.graded_metric(): self._best_of(chosen, comparison)}
+            if chosen is not None
+            else None,
             severity=None if graded else "none",
         )
         failing = np.zeros(len(current), dtype=bool)
@@ -596,8 +604,8 @@ class SubsetAUC(BinarySubsetCheck):
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:
         self.require_classification(columns)
-        truth, present = binary_truth(frame, columns.label, self.positive_label)
-        score = numeric_values(frame, columns.score, "score")
+        truth, present = binary_truth(frame, columns.required("label"), self.positive_label)
+        score = numeric_values(frame, columns.required("score"), "score")
         mask = present & np.isfinite(score)
         require_rows(mask, f"a label in {columns.label!r} and a finite score in {columns.score!r}")
         kept = score[mask]
@@ -656,7 +664,7 @@ class ConfusionSubsetCheck(BinarySubsetCheck):
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:
         self.require_classification(columns)
-        truth, has_label = binary_truth(frame, columns.label, self.positive_label)
+        truth, has_label = binary_truth(frame, columns.required("label"), self.positive_label)
         predicted, has_prediction = predicted_positive(frame, columns, self.positive_label, self.threshold)
         mask = has_label & has_prediction
         require_rows(mask, f"both a label in {columns.label!r} and a prediction")
@@ -781,7 +789,7 @@ class LabelledVariance(SubsetVariance):
     positive_label: int | float | str | bool = 1
 
     def label_rows(self, frame: pd.DataFrame, columns: Columns) -> tuple[np.ndarray, np.ndarray]:
-        truth, present = binary_truth(frame, columns.label, self.positive_label)
+        truth, present = binary_truth(frame, columns.required("label"), self.positive_label)
         return present, truth == self.positive_rows
 
 
@@ -824,7 +832,7 @@ class RegressionSubsetCheck(SubsetCheck):
             raise NotApplicable(f"{self.metric} applies to regression, the task is {columns.task}")
         name = columns.prediction or score_column(columns)
         predicted = numeric_values(frame, name, "prediction")
-        truth = numeric_values(frame, columns.label, "label")
+        truth = numeric_values(frame, columns.required("label"), "label")
         mask = np.isfinite(predicted) & np.isfinite(truth)
         require_rows(mask, f"finite values in both {name!r} and {columns.label!r}")
         return Prepared(mask, {"error": predicted[mask] - truth[mask]})

@@ -10,7 +10,6 @@ subset's standard error is the spread of its per-list values over the square roo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -105,12 +104,12 @@ class RankingSubsetCheck(SubsetCheck):
         "the spread of each subset's per-query values over the square root of their count"
     )
     nonnegative_relevance: ClassVar[bool] = False
-    per_list: ClassVar[Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]]
+    per_list: ClassVar[staticmethod[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]]
 
     def prepare(self, frame: pd.DataFrame, profile: dict[str, Any], columns: Columns) -> Prepared:
         name = score_column(columns)
         score = numeric_values(frame, name, "score")
-        relevance = numeric_values(frame, columns.label, "relevance label")
+        relevance = numeric_values(frame, columns.required("label"), "relevance label")
         queries, _ = pd.factorize(frame[columns.query_id], use_na_sentinel=True)
         mask = (queries >= 0) & np.isfinite(score) & np.isfinite(relevance)
         require_rows(mask, f"a query id, a finite {name!r} and a finite relevance in {columns.label!r}")

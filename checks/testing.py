@@ -28,7 +28,7 @@ import pandas as pd
 
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
-from driftline.checks.mergeable import merge_obstacle
+from driftline.checks.mergeable import merge_methods, merge_obstacle
 from driftline.checks.profile_format import dump_profile, load_profile
 from driftline.checks.result import SEVERITIES, STATUSES, CheckResult
 from driftline.checks.runner import run_check
@@ -344,7 +344,9 @@ def _valid(b: _Battery) -> None:
 def _empty_batch(b: _Battery) -> None:
     """An empty batch is skipped, saying so."""
     results = b.run(b.bad("empty_batch"), reference=b.reference)
-    others = [f"{r.status}: {r.reason}" for r in results if r.status != "skipped" or "empty" not in r.reason]
+    others = [
+        f"{r.status}: {r.reason}" for r in results if r.status != "skipped" or "empty" not in (r.reason or "")
+    ]
     _expect(not others, f"an empty batch must be skipped naming 'empty', got {others}")
 
 
@@ -441,11 +443,11 @@ def _partitions(frame: pd.DataFrame) -> list[pd.DataFrame]:
 def _partitioned(check: Check) -> Check:
     """A copy of the check whose `evaluate` is `finish(merge([partial(p) for p in partitions]))`, so
     that `run_check` screens, converts errors and grades both paths alike."""
-    merged = copy.copy(check)
+    merged, methods = copy.copy(check), merge_methods(check)
 
     def evaluate(current: pd.DataFrame, profile: Any, columns: Columns) -> list[CheckResult]:
-        states = [check.partial(part, profile, columns) for part in _partitions(current)]
-        return check.finish(check.merge(states), profile, columns)
+        states = [methods.partial(part, profile, columns) for part in _partitions(current)]
+        return methods.finish(methods.merge(states), profile, columns)
 
     merged.evaluate = evaluate  # type: ignore[method-assign]
     return merged

@@ -18,6 +18,7 @@ import io
 import os
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ BATCHES = [
 BATCH_ROWS = 6000
 
 
-def train_model(train: pd.DataFrame, features: list[str]):
+def train_model(train: pd.DataFrame, features: list[str]) -> Any:
     """Gradient boosting on the census features (categories handled natively)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -55,7 +56,7 @@ def with_score(frame: pd.DataFrame, score: np.ndarray) -> pd.DataFrame:
     return frame.assign(score=score, prediction=(score >= 0.5).astype("int64"))
 
 
-def scored(model, frame: pd.DataFrame, features: list[str]) -> pd.DataFrame:
+def scored(model: Any, frame: pd.DataFrame, features: list[str]) -> pd.DataFrame:
     """The frame scored by `model`."""
     return with_score(frame, model.predict_proba(frame[features])[:, 1])
 

@@ -220,7 +220,7 @@ def _engine(choice: Engine) -> Engine:
 class _StderrHandler(logging.StreamHandler):
     """Writes to whatever `sys.stderr` is at the time of the record, never to a stale stream."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

@@ -11,7 +11,7 @@ import asyncio
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from prefect import Flow
 from prefect.runner import Runner
@@ -24,7 +24,7 @@ from driftline.tasks.retraining.actions import Retraining
 from driftline.tasks.run.pipeline import run_monitor
 
 # The flow's tasks (I/O steps, partitions) wait on I/O or on worker processes: threads suffice here.
-CHECK_RUNNER = ThreadPoolTaskRunner(max_workers=4)
+CHECK_RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=4)
 
 
 def summary_of(state: State) -> Any:
@@ -43,7 +43,8 @@ class VerdictFlow(Flow):
     the state). `with_options` gives a plain `Flow`: unwrap its state with `summary_of`."""
 
     def __call__(self, *args: Any, return_state: bool = False, wait_for: Any = None, **kwargs: Any) -> Any:
-        state = super().__call__(*args, return_state=True, wait_for=wait_for, **kwargs)
+        # Prefect's overloads pick the `NoReturn` one for an unparameterised `Flow`.
+        state = cast(State, super().__call__(*args, return_state=True, wait_for=wait_for, **kwargs))
         return state if return_state else summary_of(state)
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ worker process starts a temporary server of its own.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -62,4 +62,5 @@ def run_on_dask(
     summary, whatever the verdict."""
     runner = dask_runner(address, n_workers)
     on_dask = partitioned_monitor.with_options(task_runner=runner)
-    return summary_of(on_dask(spec_path, batch_id, alerts, retrain, return_state=True))
+    # Prefect's overloads pick the `NoReturn` one for an unparameterised `Flow`.
+    return summary_of(cast(State, on_dask(spec_path, batch_id, alerts, retrain, return_state=True)))

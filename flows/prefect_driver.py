@@ -11,15 +11,16 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.client.schemas.objects import TaskRun
+from prefect.client.schemas.objects import FlowRun, TaskRun
 from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, Running, State
+from prefect.types import DateTime
 
 from driftline.checks.result import CheckResult, worst_severity
 from driftline.flows.report import publish_artifacts
@@ -42,7 +43,7 @@ def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
 
 
 # Frames are passed by reference between threads: never hash them for Prefect's cache, never persist them.
-IN_MEMORY = {"cache_policy": NO_CACHE, "persist_result": False}
+IN_MEMORY: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
 @task(name="partition-work", **IN_MEMORY)
@@ -97,20 +98,26 @@ def record_state(task_run: TaskRun, state: State) -> None:
     emit_task_run_state_change_event(task_run=task_run, initial_state=previous, validated_state=state)
 
 
+def run_time(state: State[Any]) -> DateTime:
+    """A state's time as a task run's: Prefect declares a state's a `datetime` and a task run's its own
+    `DateTime` (pendulum's below Python 3.13), which its models build from any `datetime`."""
+    return cast(DateTime, state.timestamp)
+
+
 def started_check(label: str, index: int) -> TaskRun:
     """A `Running` task run of the current flow run standing for one check, reported to the API by its
     state event alone: the check runs in the plain engine's worker lanes, not in Prefect's task engine
     (which would cost a thread, a forked process and several API events per check)."""
     context = FlowRunContext.get()
-    running = Running()
+    running: State[Any] = Running()
     task_run = TaskRun(
         name=label,
         flow_run_id=context.flow_run.id if context and context.flow_run else None,
         task_key="check",
         dynamic_key=str(index),
         run_count=1,
-        start_time=running.timestamp,
-        expected_start_time=running.timestamp,
+        start_time=run_time(running),
+        expected_start_time=run_time(running),
     )
     record_state(task_run, running)
     return task_run
@@ -120,9 +127,10 @@ def finish_check(task_run: TaskRun, label: str, results: list[CheckResult]) -> N
     """End a check's task run: `Failed` naming the check and its error when every result is an
     `error`, else `Completed`."""
     message = errored_message(label, results)
-    state = Failed(message=message) if message else Completed()
-    task_run.end_time = state.timestamp
-    task_run.total_run_time = state.timestamp - task_run.start_time
+    state: State[Any] = Failed(message=message) if message else Completed()
+    task_run.end_time = run_time(state)
+    if task_run.start_time is not None:  # set by `started_check`
+        task_run.total_run_time = state.timestamp - task_run.start_time
     record_state(task_run, state)
 
 
@@ -221,7 +229,7 @@ def start_deployment(deployment: str, request: RetrainRequest, parameters: dict[
     started = run_deployment(
         name=deployment, parameters=run_parameters, timeout=0, idempotency_key=request.key, as_subflow=False
     )
-    return str(started.id)
+    return str(cast(FlowRun, started).id)  # sync code: `run_deployment` returns the flow run
 
 
 class PrefectDriver(Driver):
@@ -252,13 +260,12 @@ class PrefectDriver(Driver):
 
     def step(self, name: str, fn: Callable[..., T], *args: Any) -> T:
         as_task = task(
-            fn,
             name=name,
             retries=IO_RETRIES.retries,
             retry_delay_seconds=list(IO_RETRIES.delays),
             retry_condition_fn=retry_transient,
             **IN_MEMORY,
-        )
+        )(fn)
         return as_task(*args)
 
     def fan_out(self, jobs: list[CheckJob], workers: int) -> list[list[CheckResult]]:
@@ -288,7 +295,7 @@ class PrefectDriver(Driver):
         """One Prefect task per partition on the flow's task runner (which sets the parallelism), all
         fed by one `share_work` task (on Dask, its result copied to every worker first); states
         yielded in partition order."""
-        as_task = task(fn, name="partition", **IN_MEMORY)
+        as_task = task(name="partition", **IN_MEMORY)(fn)
         shared = share_work.submit(work)
         on_every_worker(shared)
         futures = [
@@ -316,7 +323,7 @@ class PrefectDriver(Driver):
         from prefect.blocks.system import Secret
 
         try:
-            return Secret.load(block).get()
+            return cast(Secret, Secret.load(block)).get()  # sync code: `load` returns the block
         except Exception as exc:
             self.logger.error("cannot load the Prefect Secret block %r: %s", block, type(exc).__name__)
             return None

@@ -189,7 +189,7 @@ def _as_record(span: Any) -> Any:
 
 def from_python(docs: Iterable[Sequence[Any] | None], what: str = "spans") -> FlatSpans:
     """Spans from one list per document (dicts, (start, end[, tag]) tuples or objects); None = missing."""
-    rows = []
+    rows: list[list[Any] | None] = []
     for d in docs:
         if d is None or (isinstance(d, float) and np.isnan(d)):
             rows.append(None)

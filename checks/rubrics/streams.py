@@ -92,7 +92,7 @@ class TruthBuffer:
         if not self.sorted:
             self._load_all()
         pos = np.searchsorted(self.index, wanted)
-        if len(self.index) == 0:
+        if len(self.index) == 0 or self.values is None:
             raise CheckInputError(
                 f"predictions: _index_ {wanted[:5].tolist()} not in task_data (it is empty)"
             )

@@ -192,7 +192,7 @@ class _TermDrift(Check):
             evidence = psi_evidence(reference, batch, self.smoothing, LARGE_TABLE_DRAWS)
         else:
             evidence = jensen_shannon_evidence(reference, batch)
-        metrics = {self.statistic: evidence.estimate}
+        metrics: dict[str, float | None] = {self.statistic: evidence.estimate}
         ref_share, cur_share = reference / reference.sum(), batch / batch.sum()
         names = [*terms, OTHER]
         order = np.argsort(-np.abs(cur_share - ref_share), kind="stable")[:DETAIL_TERMS]

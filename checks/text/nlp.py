@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -172,6 +173,11 @@ class _AgreementTests(ModelCheck):
         return results
 
 
+def _swapped(swap: Callable[[str], str], texts: list[str]) -> list[str]:
+    """Every text with a category's terms swapped."""
+    return [swap(t) for t in texts]
+
+
 def _catalog_perturbation(name: str, seed: int) -> Callable[[list[str]], list[str]]:
     """The perturbation of a catalog attack or transformation, as a function of a list of texts."""
     cls = get(name)
@@ -211,8 +217,7 @@ class Bias(_AgreementTests):
     def perturbations(self) -> dict[str, Callable[[list[str]], list[str]]]:
         tests = {t: _catalog_perturbation(t, self.seed) for t in GENDER_SWAPS}
         for category, terms in term_categories(self.terms_file).items():
-            swap = term_swapper(terms)
-            tests[f"swap_{category}"] = lambda texts, swap=swap: [swap(t) for t in texts]
+            tests[f"swap_{category}"] = partial(_swapped, term_swapper(terms))
         return tests
 
 

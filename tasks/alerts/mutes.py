@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.orm import Session
 
 from driftline.tasks.alerts.incidents import IncidentChange
@@ -81,7 +81,7 @@ def unmute(session: Session, *, monitor: str, check: str, target: str) -> int:
     statement = delete(AlertMute).where(
         AlertMute.monitor == monitor, AlertMute.check == check, AlertMute.target == target
     )
-    return session.execute(statement).rowcount or 0
+    return cast(CursorResult[Any], session.execute(statement)).rowcount or 0  # a DELETE's result
 
 
 def list_mutes(session: Session, monitor: str) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -48,7 +48,10 @@ ERROR_LIMIT = 2000
 IN_FLIGHT_LEASE = timedelta(minutes=2)
 # A reply stops waiting for a parent that failed this many times, and is posted on its own.
 PARENT_PATIENCE = 3
-_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+_INSERTS: dict[str, Callable[[Any], sqlite.Insert | postgresql.Insert]] = {
+    "sqlite": sqlite.insert,
+    "postgresql": postgresql.insert,
+}
 
 
 def dedupe_key(
@@ -168,6 +171,7 @@ def _claim(
     row = session.scalars(query).first()
     if row is None:
         return None
+    starts: str | None
     thread, starts = None, row.dedupe_key
     if row.thread_key is not None:
         found = find_thread(session, destination, row.thread_key)

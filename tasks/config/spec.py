@@ -6,7 +6,7 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -429,7 +429,7 @@ class MonitorSpec(Strict):
         except ImportError:
             raise SpecError(f"{where} needs Prefect: pip install 'driftline[prefect]'") from None
         try:
-            url = Secret.load(block).get()
+            url = cast(Secret, Secret.load(block)).get()  # sync code: `load` returns the block
         except Exception as exc:
             raise SpecError(f"{where}: cannot load the Prefect Secret block ({type(exc).__name__})") from None
         if not isinstance(url, str) or not url:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -176,7 +176,7 @@ def stored_metrics(graded: list[Graded]) -> set[str]:
     return names
 
 
-def same_reference(rows: list[Any], reference_hash: str) -> list[Earlier]:
+def same_reference(rows: Sequence[Any], reference_hash: str) -> list[Earlier]:
     """The joined rows folded into batches, newest first up to the first one graded against another
     reference, returned oldest first."""
     order: dict[str, tuple[Any, int, bool]] = {}

@@ -59,35 +59,38 @@ def _targets(check: Check, reference: pd.DataFrame, columns: Columns, fit: Any) 
 def _output_expectations(reference: pd.DataFrame, columns: Columns) -> list[dict[str, Any]]:
     """Domains of the label, prediction and score: classes seen in the reference, scores in [0, 1]."""
     out = []
-    label = reference[columns.label] if columns.label in reference.columns else None
+    label_column, prediction, score_column = (
+        c if c in reference.columns else None for c in (columns.label, columns.prediction, columns.score)
+    )
+    label = reference[label_column] if label_column is not None else None
     classification = label is not None and (columns.task or infer_task(label)) != "regression"
-    classes = set(label.dropna().unique().tolist()) if classification else set()
-    if classes:
+    classes = set(label.dropna().unique().tolist()) if label is not None and classification else set()
+    if label_column is not None and classes:
         out.append(
             _expectation(
                 "expect_column_values_to_be_in_set",
-                columns.label,
+                label_column,
                 "label",
                 value_set=sorted(classes, key=str),
             )
         )
-    if columns.prediction in reference.columns and (classification or label is None):
-        predicted = set(reference[columns.prediction].dropna().unique().tolist()) | classes
+    if prediction is not None and (classification or label is None):
+        predicted = set(reference[prediction].dropna().unique().tolist()) | classes
         if len(predicted) <= MAX_CATEGORIES:
             out.append(
                 _expectation(
                     "expect_column_values_to_be_in_set",
-                    columns.prediction,
+                    prediction,
                     "prediction",
                     value_set=sorted(predicted, key=str),
                 )
             )
-    if columns.score in reference.columns and pd.api.types.is_numeric_dtype(reference[columns.score]):
-        score = reference[columns.score]
+    if score_column is not None and pd.api.types.is_numeric_dtype(reference[score_column]):
+        score = reference[score_column]
         if score.between(0, 1).sum() == score.notna().sum():
             out.append(
                 _expectation(
-                    "expect_column_values_to_be_between", columns.score, "score", min_value=0.0, max_value=1.0
+                    "expect_column_values_to_be_between", score_column, "score", min_value=0.0, max_value=1.0
                 )
             )
     return out
@@ -227,12 +230,12 @@ def validate_suite(suite: dict[str, Any], frame: pd.DataFrame) -> dict[str, Any]
     outcome = batch.validate(loaded)
     failed = [
         {
-            "type": r.expectation_config.type,
-            "column": r.expectation_config.kwargs.get("column"),
+            "type": config.type,
+            "column": config.kwargs.get("column"),
             "unexpected_percent": r.result.get("unexpected_percent"),
         }
         for r in outcome.results
-        if not r.success
+        if not r.success and (config := r.expectation_config) is not None  # a suite's results carry theirs
     ]
     return {
         "success": bool(outcome.success),

@@ -175,7 +175,9 @@ def score_frame(model: Any, frame: pd.DataFrame, columns: Columns) -> tuple[pd.D
         raise ModelError(f"model: {output_conflict(conflict, taken[conflict])}")
     if outputs:
         frame = frame.assign(**{wanted[role]: values for role, values in outputs.items()})
-    named = {role: column for role, column in targets.items() if role not in taken and column in frame}
+    named: dict[str, Any] = {
+        role: column for role, column in targets.items() if role not in taken and column in frame
+    }
     return frame, replace(columns, **named)
 
 

@@ -182,6 +182,7 @@ def from_summary(
     batch_time = pd.Timestamp(summary["batch_time"]).to_pydatetime() if summary.get("batch_time") else None
     batch_time = as_utc(batch_time) if batch_time is not None else None
     current = result_history_rows(summary["results"], summary["batch_id"], batch_time)
+    adjacent: tuple[str | None, str | None]
     history, adjacent, reference_rows = current.iloc[0:0], (None, None), summary.get("reference_rows")
     if engine is not None:
         history = stored_history(engine, summary["monitor"], summary["batch_id"], batch_time, runs - 1)

@@ -183,7 +183,7 @@ def summary_section(results: Iterable[Mapping[str, Any]]) -> str:
     own = [r for r in results if r.get("check") == DATA_SUMMARY]
     if not own:
         return ""
-    by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    by_kind: dict[str | None, list[Mapping[str, Any]]] = {}
     notes = []
     for r in own:
         if r.get("status") == "ok":

@@ -112,7 +112,7 @@ def trigger_plain(spec: RetrainSpec, request: RetrainRequest, state_dir: Path) -
     if spec.command:
         actions["command"] = lambda: run_command(spec.command or [], request, state_dir.parent)
     if spec.webhook_url or spec.webhook_url_env:
-        url = _webhook_url(spec)
+        url = _webhook_url(spec) or ""
         refused = f"${spec.webhook_url_env} is not set" if not url else _refused_url(spec, url)
         actions["webhook"] = _missing(refused) if refused else (lambda: post_webhook(url, request))
     outcome: dict[str, Any] = {}
@@ -141,7 +141,7 @@ def _missing(reason: str) -> Any:
 # What a run does about retraining: nothing (False), retrain a failing batch unless the monitor has a
 # newer stored one (True), or retrain a failing batch whatever its age ("always": `backfill --retrain`).
 Retraining = bool | Literal["always"]
-RETRAIN_ALWAYS = "always"
+RETRAIN_ALWAYS: Literal["always"] = "always"
 
 
 def older_batch_skip(context: RunContext, batch_id: str, batch_time: datetime) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from driftline.checks.base import Check
 from driftline.checks.columns import Columns
 from driftline.checks.errors import CheckInputError, NotApplicable
-from driftline.checks.mergeable import merge_obstacle
+from driftline.checks.mergeable import MergeMethods, merge_methods, merge_obstacle
 from driftline.checks.result import CheckResult
 from driftline.checks.runner import Screened, failure_result, fitted_profile, missing_role, screen
 from driftline.tasks.config.spec import MonitorSpec, SpecError, SqlSource
@@ -227,6 +227,11 @@ class MergeJob:
     def columns(self) -> Columns:
         return self.screened.columns
 
+    @property
+    def merging(self) -> MergeMethods:
+        """The check through its merge methods (a job is made only for a check `merge_obstacle` passes)."""
+        return merge_methods(self.screened.check)
+
 
 @dataclass
 class PartitionWork:
@@ -290,7 +295,7 @@ def partial_states(partition: Part, work: PartitionWork) -> dict[str, Any]:
     states: dict[str, Any] = {}
     for job in work.jobs:
         try:
-            states[job.key] = job.check.partial(frame, job.profile, job.columns)
+            states[job.key] = job.merging.partial(frame, job.profile, job.columns)
         except (CheckInputError, NotApplicable) as exc:
             states[job.key] = failure_result(job.check.name, exc, None)
         except Exception as exc:
@@ -328,7 +333,7 @@ class Merger:
         states = self.buffer if self.merged is None else [self.merged, *self.buffer]
         self.buffer = []
         try:
-            self.merged = self.job.check.merge(states)
+            self.merged = self.job.merging.merge(states)
         except Exception as exc:
             self.failure = exc
 
@@ -342,7 +347,7 @@ class Merger:
             if self.stopped is not None:
                 results = [replace(self.stopped, rows=rows)]
             else:
-                results = job.check.finish(self.merged, job.profile, job.columns) or [
+                results = job.merging.finish(self.merged, job.profile, job.columns) or [
                     CheckResult.skipped(name, "*", "no target to evaluate", rows=rows)
                 ]
         except Exception as exc:
@@ -366,7 +371,9 @@ def require_partitionable(spec: MonitorSpec) -> None:
     )
 
 
-def plan_batch(spec: MonitorSpec, batch_id: str | None, driver: Driver) -> tuple[str, list[Part], datetime]:
+def plan_batch(
+    spec: MonitorSpec, batch_id: str | None, driver: Driver
+) -> tuple[str, Sequence[Part], datetime]:
     """The batch id, its partitions (Parquet files, row groups of one Parquet file or SQL pages) and the
     time the batch stands for (the spec has passed `require_partitionable`)."""
     source = open_source(spec, spec.batches, "batches")
@@ -433,7 +440,7 @@ def run_partitioned(
 class _PartitionedRun:
     """The checks of one partitioned run: fitted (or looked up) in the driver, evaluated per partition."""
 
-    def __init__(self, context: RunContext, batch_id: str, partitions: list[Part]) -> None:
+    def __init__(self, context: RunContext, batch_id: str, partitions: Sequence[Part]) -> None:
         self.context, self.batch_id, self.partitions = context, batch_id, partitions
         self.rows = sum(p.rows for p in partitions)
         self.prepared = prepare_run_reference(context)

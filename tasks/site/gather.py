@@ -170,7 +170,7 @@ def heat_map(history: pd.DataFrame, batches: Sequence[str]) -> HeatMap:
             skipped=int(n["skipped"]),
             errors=int(n["error"]),
             worst_target=target,
-            values=values.get((row.batch_id, row.check, target), {}) if graded else {},
+            values=values.get((row.batch_id, row.check, row.target), {}) if graded else {},
         )
     return HeatMap(list(batches), sorted(results["check"].unique()), cells)
 
@@ -273,7 +273,7 @@ def overview_order(monitors: Sequence[MonitorData]) -> list[MonitorData]:
     def key(data: MonitorData) -> tuple[int, int, str]:
         latest = data.latest
         graded = latest is not None and latest["status"] in GRADED_RUNS
-        rank = rank_of(latest["worst_severity"]) if graded else UNGRADED
+        rank = rank_of(latest["worst_severity"]) if latest is not None and graded else UNGRADED
         return -rank, -len(data.incidents), data.monitor
 
     return sorted(monitors, key=key)

@@ -21,6 +21,8 @@ class SiteHandler(SimpleHTTPRequestHandler):
     """Static files of one folder, asked for by a local host name; a folder without an index is not
     listed, and a file or link that resolves outside the folder is not found."""
 
+    server: ThreadingHTTPServer  # `site_server` makes it
+
     def send_head(self) -> Any:
         if not self._local_host():
             self.send_error(421, "misdirected request: address the site as 127.0.0.1 or localhost")
@@ -34,7 +36,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
     def _local_host(self) -> bool:
         """Whether the request's Host header names this server: 127.0.0.1 or localhost, at its port
         or without one."""
-        port = self.server.server_address[1]
+        port = self.server.server_port
         allowed = {name for local in LOCAL_NAMES for name in (local, f"{local}:{port}")}
         return (self.headers.get("Host") or "").lower() in allowed
 
@@ -56,8 +58,8 @@ def site_server(folder: Path, port: int) -> ThreadingHTTPServer:
 
 
 def site_url(server: ThreadingHTTPServer) -> str:
-    host, port = server.server_address[:2]
-    return f"http://{host}:{port}/{INDEX_FILE}"
+    """The index page's address on a server `site_server` made (bound to `HOST`)."""
+    return f"http://{HOST}:{server.server_port}/{INDEX_FILE}"
 
 
 def serve_site(folder: Path, port: int, announce: Callable[[str], None] = print) -> None:

@@ -5,9 +5,9 @@ check heat map and line charts with a band. Every text from data is escaped, and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 from markupsafe import Markup
 
@@ -27,7 +27,7 @@ Number = float | int | None
 Point = TypeVar("Point", tuple[float, float], tuple[float, float, float])
 
 
-def _finite(value: Number) -> bool:
+def _finite(value: Number) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)
 
 
@@ -182,7 +182,7 @@ X_LABELS = 16
 
 
 def value_range(
-    *sequences: Sequence[Number], floor: float | None = None, ceiling: float | None = None
+    *sequences: Iterable[Number], floor: float | None = None, ceiling: float | None = None
 ) -> tuple[float, float]:
     """The span of the finite values, padded by a tenth on each side (and clipped to `floor` and
     `ceiling`); (0, 1) when there is none."""
@@ -217,13 +217,13 @@ def line_chart(
         return MARGIN_TOP + plot_h - (value - y_min) / (y_max - y_min) * plot_h
 
     body = []
-    for value in ticks:
-        y = y_of(value)
+    for tick in ticks:
+        y = y_of(tick)
         body.append(
             f'<line x1="{MARGIN_LEFT}" y1="{y:.1f}" x2="{MARGIN_LEFT + plot_w}" y2="{y:.1f}" '
             f'stroke="{GRID}"/>'
             f'<text x="{MARGIN_LEFT - 6}" y="{y + 4:.1f}" font-size="11" fill="{MUTED}" '
-            f'text-anchor="end">{escaped(y_format(value))}</text>'
+            f'text-anchor="end">{escaped(y_format(tick))}</text>'
         )
     step = max(1, math.ceil(len(batches) / X_LABELS))
     base = MARGIN_TOP + plot_h + 14
@@ -238,7 +238,7 @@ def line_chart(
         points = [(x, y_of(float(v))) if _finite(v) else None for x, v in zip(xs, line.values, strict=True)]
         body += [_polyline(run, line.colour, 1.8, line.dashed) for run in _segments(points)]
         for batch_id, point, value in zip(batches, points, line.values, strict=True):
-            if point is not None:
+            if point is not None and value is not None:
                 body.append(
                     _dot(*point, line.colour, 3, f"{batch_id} · {line.name}: {y_format(float(value))}")
                 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from driftline.tasks.sources import storage
 
@@ -27,7 +27,7 @@ VERSION_KEYS = ("ETag", "etag", "VersionId", "version_id", "generation")
 TIME_KEYS = ("LastModified", "mtime", "last_modified", "created")
 
 
-def footer_bytes(fh: BinaryIO, size: int) -> int:
+def footer_bytes(fh: IO[bytes], size: int) -> int:
     """How many bytes at the end of the file hold a Parquet footer (its metadata, length and magic);
     0 for a file that is not Parquet."""
     if size < 12:
@@ -39,7 +39,7 @@ def footer_bytes(fh: BinaryIO, size: int) -> int:
     return min(int.from_bytes(trailer[:4], "little") + 8, size, MAX_FOOTER_BYTES)
 
 
-def content_signature(fh: BinaryIO, size: int) -> str:
+def content_signature(fh: IO[bytes], size: int) -> str:
     """SHA-256 of an open file's Parquet footer and of SAMPLE_BLOCKS blocks spread evenly over it."""
     digest = hashlib.sha256()
     footer = footer_bytes(fh, size)

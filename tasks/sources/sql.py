@@ -46,7 +46,7 @@ def sql_connection(url: str) -> Iterator[Any]:
     """A connection to `url`; a bad URL or a failing statement is a `SourceError` naming the database
     with its credentials masked."""
     from sqlalchemy import create_engine
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError, StatementError
 
     from driftline.tasks.history.db import masked_url, scrubbed
 
@@ -59,7 +59,8 @@ def sql_connection(url: str) -> Iterator[Any]:
         with engine.connect() as conn:
             yield conn
     except SQLAlchemyError as exc:
-        reason = scrubbed(first_line(str(exc.orig or exc)), url)
+        cause = exc.orig if isinstance(exc, StatementError) else None  # the driver's own error, if any
+        reason = scrubbed(first_line(str(cause or exc)), url)
         raise SourceError(f"query on {shown} failed: {type(exc).__name__}: {reason}") from exc
     finally:
         engine.dispose()
@@ -82,6 +83,7 @@ def sql_window(
     batch_id: str | None, window_days: float, now: datetime | None = None
 ) -> tuple[str, datetime, datetime]:
     """Batch id and [start, end) window: the named day, or the latest complete window before `now`."""
+    start: datetime | None
     if batch_id is None:
         now = now or datetime.now(UTC)
         end = now.replace(hour=0, minute=0, second=0, microsecond=0)

@@ -78,8 +78,17 @@ def _text(
 
 def _document(width: float, height: float, title: str, parts: Sequence[str]) -> str:
     """A standalone SVG document of a fixed size with a white background; `title` is escaped."""
-    look = {"role": "img", "aria_label": title, "font_family": FONT, "fill": INK}
-    return svg(width, height, parts, document=True, background="#ffffff", **look)
+    return svg(
+        width,
+        height,
+        parts,
+        document=True,
+        background="#ffffff",
+        role="img",
+        aria_label=title,
+        font_family=FONT,
+        fill=INK,
+    )
 
 
 def svg_data_uri(svg: str) -> str:

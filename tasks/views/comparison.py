@@ -299,8 +299,13 @@ def _shares(result: Result, base: Comparison) -> Comparison | None:
         details.get("current_shares"),
         details.get("edges"),
     )
-    binned = all(isinstance(v, list) for v in (reference, current, edges))
-    if binned and reference and len(reference) == len(current) == len(edges) + 1:
+    if (
+        isinstance(reference, list)
+        and isinstance(current, list)
+        and isinstance(edges, list)
+        and reference
+        and len(reference) == len(current) == len(edges) + 1
+    ):
         i = max(range(len(reference)), key=lambda k: abs(current[k] - reference[k]))
         subject = f"share of rows with {target} {_interval(edges, i)}"
         return replace(

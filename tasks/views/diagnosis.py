@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from driftline.checks.registry import declaration
 from driftline.checks.result import severity_rank
@@ -84,8 +84,8 @@ def diagnose(results: Iterable[Mapping[str, Any]]) -> list[Diagnosis]:
     found = []
     for target in targets:
         for signature, read in DIAGNOSERS:
-            result = by_signature.get((signature, target))
-            if result is not None and claims_change(result) and (diagnosis := read(result)):
+            candidate = by_signature.get((signature, target))
+            if candidate is not None and claims_change(candidate) and (diagnosis := read(candidate)):
                 found.append(diagnosis)
                 break
     return found
@@ -176,7 +176,7 @@ def _number(mapping: Mapping[str, Any] | None, key: str) -> float | None:
     return _finite((mapping or {}).get(key))
 
 
-def _is_range(value: Any) -> bool:
+def _is_range(value: Any) -> TypeGuard[list[float]]:
     """Whether `value` is a stored [min, max] of finite numbers."""
     return isinstance(value, list) and len(value) == 2 and all(_finite(v) is not None for v in value)
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from driftline.checks import registry
 from driftline.checks.result import severity_rank
 from driftline.checks.roles import MODEL_ROLES
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Mapping[str, Any])  # an item that is itself a result
 
 IMPORTANCE_KEY = "importance"  # the details key of a feature's importance (`tasks.references.importance`)
 
@@ -58,8 +59,16 @@ def rank_key(result: Mapping[str, Any]) -> tuple[int, int, float]:
     return -severity, 0 if model_level(str(result["check"])) else 1, -share
 
 
-def ranked(items: Iterable[T], result_of: Callable[[T], Mapping[str, Any]] | None = None) -> list[T]:
+@overload
+def ranked(items: Iterable[R], result_of: None = None) -> list[R]: ...
+
+
+@overload
+def ranked(items: Iterable[T], result_of: Callable[[T], Mapping[str, Any]]) -> list[T]: ...
+
+
+def ranked(items: Iterable[Any], result_of: Callable[[Any], Mapping[str, Any]] | None = None) -> list[Any]:
     """`items` in rank order (stable: equal keys keep their order); `result_of` gives an item's result
     dict (the item itself by default)."""
-    read = result_of or (lambda item: item)  # type: ignore[assignment,return-value]
+    read = result_of or (lambda item: item)
     return sorted(items, key=lambda item: rank_key(read(item)))

@@ -14,6 +14,7 @@ from driftline.tasks.sources import (
     list_batch_ids,
     load_file_batch,
     load_sql_batch,
+    read_sql,
     read_table,
     sql_window,
 )
@@ -73,6 +74,15 @@ def test_sql_batch_binds_the_window(tmp_path) -> None:
     query = "select v from events where day >= date(:start) and day < date(:end)"
     batch = load_sql_batch(url, query, "2024-05-02", 1)
     assert batch.frame["v"].tolist() == [2, 3]
+
+
+def test_a_query_returning_no_rows_is_a_source_error(tmp_path) -> None:
+    """SQLAlchemy's own errors (here ResourceClosedError) carry no driver error in `.orig`."""
+    url = f"sqlite:///{tmp_path / 'prod.db'}"
+    with pytest.raises(
+        SourceError, match=r"failed: ResourceClosedError: This result object does not return rows"
+    ):
+        read_sql(url, "create table events (v int)")
 
 
 def test_sql_errors_hide_the_password() -> None:

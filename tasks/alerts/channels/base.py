@@ -140,7 +140,7 @@ class UnavailableChannel(Channel):
         self.problem = problem
         self.config = config
         self.renders = renders
-        self.per_incident = renders.per_incident  # type: ignore[misc]  (split as the real channel does)
+        self.per_incident = renders.per_incident  # type: ignore[misc]  # split as the real channel does
 
     def message(self, alert: Alert) -> dict[str, Any]:
         return self.renders.render(self.config, alert)

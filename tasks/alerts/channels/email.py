@@ -134,9 +134,9 @@ def _problem(exc: BaseException, host: str) -> DeliveryError:
             affects_all=transient,
             answered=True,
         )
-    refused = isinstance(exc, ConnectionRefusedError | socket.gaierror)
+    answered = isinstance(exc, ConnectionRefusedError | socket.gaierror)
     return DeliveryError(
-        f"cannot reach the SMTP server {host}: {type(exc).__name__}: {exc}", answered=refused
+        f"cannot reach the SMTP server {host}: {type(exc).__name__}: {exc}", answered=answered
     )
 
 
@@ -146,6 +146,7 @@ class EmailChannel(Channel):
 
     kind = "email"
     config_model = EmailConfig
+    config: EmailConfig
 
     def __init__(
         self,

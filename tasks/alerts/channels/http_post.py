@@ -13,6 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
+from email.message import Message
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,7 +47,7 @@ def never_connected(exc: BaseException) -> bool:
     return isinstance(reason, ConnectionRefusedError | socket.gaierror)
 
 
-def _retry_after(headers: Mapping[str, str], attempt: int) -> float:
+def _retry_after(headers: Message, attempt: int) -> float:
     """Seconds to wait before the next attempt: `Retry-After` when it is a number, capped."""
     try:
         wait = float(headers.get("Retry-After") or 0.5 * 2**attempt)

@@ -185,7 +185,9 @@ class SlackBotSender(SlackChannel):
 
     def _post(self, message: Mapping[str, Any], key: str | None, thread: Posted | None) -> Posted | None:
         metadata = {"event_type": METADATA_EVENT, "event_payload": {"dedupe_key": key}} if key else None
-        where = {"channel": thread.channel, "thread_ts": thread.ts} if thread else {"channel": self.channel}
+        where: dict[str, Any] = (
+            {"channel": thread.channel, "thread_ts": thread.ts} if thread else {"channel": self.channel}
+        )
         try:
             response = self._client.chat_postMessage(
                 text=message["text"], blocks=message["blocks"], metadata=metadata, **where
