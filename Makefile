@@ -51,8 +51,8 @@ test-quick: $(BIN)/driftline
 	$(BIN)/python -m pytest -q -m "not e2e" -n auto
 
 # mypy checks the package as it installs: driftline's own modules and the folders installed as its
-# subpackages, linked under build/typecheck/driftline (git ignores build/), so `driftline.tasks.spec`
-# is tasks/spec.py ([tool.mypy] in pyproject.toml).
+# subpackages, linked under build/typecheck/driftline (git ignores build/), so
+# `driftline.tasks.config.spec` is tasks/config/spec.py ([tool.mypy] in pyproject.toml).
 TYPECHECK := build/typecheck/driftline
 
 lint: $(BIN)/driftline
