@@ -9,7 +9,10 @@ batches vary more than sampling noise (overdispersion φ² ≥ 1, estimated from
 which the shared term and a slow trend cancel). A window claims a sustained change when
 Z_w = S_w / sd(S_w) reaches the level of its metric's share of the monitor's false-alarm budget (the
 metrics that describe the model share half of it, the features the other half: `budget_shares`) and
-the window's mean excess effect is large enough to matter. Pure numpy and scipy: no history store here.
+the window's mean excess effect is large enough to matter. A target made of counts gives sharper
+evidence than its p-value: each frequent category's signed share score (`checks.shares`), summed in
+windows the same way and tested both ways, each category's rise and fall one test of the metric's
+share (`strongest_signed_claim`). Pure numpy and scipy: no history store here.
 """
 
 from __future__ import annotations
@@ -88,6 +91,29 @@ def window_statistic(z: Sequence[float] | np.ndarray, window: int, phi: float, r
     return float(recent.sum() / math.sqrt(window_variance(window, phi, rho)))
 
 
+def strongest_signed_claim(
+    z: Sequence[float] | np.ndarray,
+    changes: Sequence[float] | np.ndarray,
+    *,
+    rho: float,
+    level: float,
+    min_change: tuple[float, float],
+) -> tuple[Claim, int] | None:
+    """`strongest_claim` of signed scores (a category's share score, positive when it rose), tested
+    both ways, clipped to ±`Z_CLIP` as p-value scores are: the stronger firing claim and its side (+1
+    the scores rose, −1 they fell), or None. `changes` are the matching signed changes (a share's),
+    whose window mean must reach `min_change[0]` for a rise and fall by `min_change[1]`. Each side is
+    one test of the budget."""
+    signed = np.clip(np.asarray(z, dtype=float), -Z_CLIP, Z_CLIP)
+    changes = np.asarray(changes, dtype=float)
+    best: tuple[Claim, int] | None = None
+    for side, least in zip((1, -1), min_change, strict=True):
+        claim = strongest_claim(side * signed, side * changes, rho=rho, level=level, min_excess=least)
+        if claim is not None and (best is None or claim.z > best[0].z):
+            best = (claim, side)
+    return best
+
+
 def budget_shares(model: int, other: int) -> tuple[float, float]:
     """The share of the false-alarm budget of one metric that describes the model and of one other,
     given how many of each a run grades: the `model` ones split `MODEL_SHARE` equally, the `other`
@@ -100,12 +126,15 @@ def budget_shares(model: int, other: int) -> tuple[float, float]:
     return MODEL_SHARE / model, (1.0 - MODEL_SHARE) / other
 
 
-def sustained_level(expected_run_length: float, share: float, windows: int = len(WINDOWS)) -> float:
-    """The Z_w a window of a metric must reach: Φ⁻¹(1 − α · share / windows) with α = 1 /
-    expected_run_length and `share` the metric's share of it (`budget_shares`), so that by the union
+def sustained_level(
+    expected_run_length: float, share: float, windows: int = len(WINDOWS), tests: int = 1
+) -> float:
+    """The Z_w a window of a metric must reach: Φ⁻¹(1 − α · share / (windows · tests)) with α = 1 /
+    expected_run_length, `share` the metric's share of it (`budget_shares`) and `tests` the series the
+    metric is tested on (one p-value, or each scored category's rise and fall), so that by the union
     bound a clean run claims anything with probability at most α."""
     alpha = 1.0 / expected_run_length
-    return float(-special.ndtri(alpha * share / windows))
+    return float(-special.ndtri(alpha * share / (windows * max(tests, 1))))
 
 
 def no_change_mean(evidence: Evidence) -> float:
