@@ -78,11 +78,13 @@ class Graded:
 
 @dataclass
 class Earlier:
-    """One earlier batch of the history: its id and each (check, target)'s metric values and details."""
+    """One earlier batch of the history: its id and each (check, target)'s metric values, details and
+    rows (which set how much its score shares the reference's error)."""
 
     batch_id: str
     values: dict[Key, dict[str, float | None]] = field(default_factory=lambda: defaultdict(dict))
     details: dict[Key, dict[str, Any]] = field(default_factory=lambda: defaultdict(dict))
+    rows: dict[Key, int] = field(default_factory=dict)
 
     def point(self, graded: Graded) -> tuple[float, float] | None:
         """(p-value, excess effect) of the metric in this batch; None when it was not graded. The
@@ -185,6 +187,7 @@ def read_earlier(
         RESULTS.c.target,
         RESULTS.c.metric,
         RESULTS.c.value,
+        RESULTS.c.rows,
         RESULTS.c.details,
     ).select_from(joined)
     with engine.connect() as conn:
@@ -213,6 +216,8 @@ def same_reference(rows: list[Any], reference_hash: str) -> list[Earlier]:
             continue
         key = (row.check, row.target)
         earlier.values[key][row.metric] = row.value
+        if row.rows:
+            earlier.rows[key] = int(row.rows)
         if row.details:
             earlier.details[key].update(row.details)
     stretch: list[Earlier] = []
@@ -226,14 +231,15 @@ def same_reference(rows: list[Any], reference_hash: str) -> list[Earlier]:
 @dataclass(frozen=True)
 class Budget:
     """The sustained layer's levels for one run: the configuration, how many graded metrics the budget
-    is split over (and how many of them describe the model), the Z a window of a model-level and of
-    another metric must reach, and ρ of this batch against the reference."""
+    is split over (and how many of them describe the model), the budget share of a model-level and of
+    another metric, ρ of this batch against the reference and the reference's rows."""
 
     config: SustainedConfig
     tests: int
     model_tests: int
     shares: tuple[float, float]
     rho: float
+    reference_rows: int
 
     @classmethod
     def of(
@@ -242,7 +248,16 @@ class Budget:
         model = sum(graded_metrics(r) for r in results if describes_model(r.check))
         tests = sum(graded_metrics(r) for r in results)
         shares = budget_shares(model, tests - model)
-        return cls(config, tests, model, shares, shared_correlation(rows, reference_rows))
+        return cls(config, tests, model, shares, shared_correlation(rows, reference_rows), reference_rows)
+
+    def rhos(self, graded: Graded, earlier: list[Earlier]) -> list[float]:
+        """ρ of each earlier batch's result of the metric (from its rows; this batch's ρ when they
+        were not stored), then this batch's: batches of different sizes share the reference's error
+        unequally."""
+        return [
+            shared_correlation(rows, self.reference_rows) if (rows := e.rows.get(graded.key)) else self.rho
+            for e in earlier
+        ] + [self.rho]
 
     def level(self, check: str, tests: int = 1) -> float:
         """The Z a window of one of the check's metrics must reach when the metric is tested on `tests`
@@ -267,7 +282,7 @@ def claim_for(graded: Graded, earlier: list[Earlier], batch_id: str, budget: Bud
     claim = strongest_claim(
         scores(p),
         np.asarray(effects, dtype=float),
-        rho=budget.rho,
+        rho=budget.rhos(graded, [e for e, _ in points]),
         level=budget.level(graded.result.check),
         min_excess=min_excess(graded, budget),
     )
@@ -304,12 +319,14 @@ def share_claim(
     level = budget.level(graded.result.check, tests)
     best: tuple[Claim, int, str, list[str]] | None = None
     for category, (z_now, reference_share, share_now) in now.items():
-        held = [(e.batch_id, *s[category]) for e, _, s in earlier if category in s]
-        series = [*held, (batch_id, z_now, reference_share, share_now)]
+        scored = [(e, s[category]) for e, _, s in earlier if category in s]
+        series = [(e.batch_id, *entry) for e, entry in scored] + [
+            (batch_id, z_now, reference_share, share_now)
+        ]
         found = strongest_signed_claim(
             [z for _, z, _, _ in series],
             [share - reference_share for _, _, _, share in series],
-            rho=budget.rho,
+            rho=budget.rhos(graded, [e for e, _ in scored]),
             level=level,
             min_change=share_gates(graded, reference_share, budget),
         )

@@ -33,6 +33,7 @@ def graded(
     check: str = "drift.label",
     target: str = "employed",
     shares: dict[str, list[float]] | None = None,
+    rows: int = 1000,
 ) -> CheckResult:
     """A graded result of one normal-evidence metric, as a run grades it, with category share scores
     ([score, reference share, batch share]) when given."""
@@ -41,7 +42,7 @@ def graded(
         target,
         metrics={"share_change": estimate},
         thresholds={"share_change": [0.015, 0.03, 0.06]},
-        rows=1000,
+        rows=rows,
         details={"share_scores": shares} if shares is not None else {},
         evidence={"share_change": normal(estimate, SE).to_dict()},
     )
@@ -55,6 +56,7 @@ def store_batch(
     reference: str = "A",
     status: str = "passed",
     shares: dict[str, list[float]] | None = None,
+    rows: int = 1000,
 ) -> str:
     batch_id = (START + timedelta(days=day)).date().isoformat()
     record_run(
@@ -62,7 +64,7 @@ def store_batch(
         monitor="m",
         batch_id=batch_id,
         batch_time=START + timedelta(days=day),
-        results=[graded(estimate, shares=shares), graded(0.5, target="other")],
+        results=[graded(estimate, shares=shares, rows=rows), graded(0.5, target="other")],
         status=status,
         worst_severity="none",
         rows=1000,
@@ -266,3 +268,18 @@ def test_a_certain_but_tiny_share_change_is_held_back(store: Engine, database_ur
     rise = psi_share_change(0.18, 0.025, 1)
     assert two_bin_psi(0.18, 0.18 + rise) == pytest.approx(0.025)
     assert 0.06 < rise < 0.07
+
+
+def test_each_earlier_batch_shares_the_reference_by_its_own_rows(store: Engine, database_url: str) -> None:
+    """Three earlier batches of 3,000 rows and this one of 1,000 against 6,000 reference rows: the
+    window of four sums the scores over sqrt(Σ(1 − ρ_i) + (Σ√ρ_i)²), ρ_i = n_i / (n_i + 6,000), read
+    from each stored result's rows."""
+    for day in range(3):
+        store_batch(store, day, 0.03, rows=3000)
+    result = graded(0.03)
+    claim = sustained_of(database_url, 3, result, expected_run_length=100)
+    assert claim is not None and claim["window"] == 4
+    rhos = [3000 / 9000] * 3 + [1000 / 7000]
+    variance = sum(1 - r for r in rhos) + sum(r**0.5 for r in rhos) ** 2
+    assert claim["z"] == pytest.approx(4 * stats.norm.isf(stats.norm.sf(3.0)) / variance**0.5)
+    assert claim["rho"] == pytest.approx(1000 / 7000)
