@@ -40,6 +40,8 @@ KOLMOGOROV_MEAN = math.sqrt(math.pi / 2) * math.log(2)
 # performance: checks whose `role` is in `checks.base.MODEL_ROLES`) split among themselves; the other
 # metrics split the rest.
 MODEL_SHARE = 0.5
+# One ρ for every batch of a window, or each batch's, aligned with the scores.
+Rho = float | Sequence[float] | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,6 @@ def overdispersion(earlier: Sequence[float] | np.ndarray, rho: float) -> float:
     mad = float(np.median(np.abs(diffs - np.median(diffs))))
     batch_variance = (MAD_NORMAL * mad) ** 2 / 2
     return math.sqrt(max(1.0, batch_variance / max(1.0 - rho, 1e-12)))
-
-
-Rho = float | Sequence[float] | np.ndarray
 
 
 def window_rhos(window: int, rho: Rho) -> np.ndarray:

@@ -251,13 +251,11 @@ class Budget:
         return cls(config, tests, model, shares, shared_correlation(rows, reference_rows), reference_rows)
 
     def rhos(self, graded: Graded, earlier: list[Earlier]) -> list[float]:
-        """ρ of each earlier batch's result of the metric (from its rows; this batch's ρ when they
-        were not stored), then this batch's: batches of different sizes share the reference's error
+        """ρ of the metric's result in each earlier batch and then in this one, from the result's rows
+        (the batch's when they are not known): batches of different sizes share the reference's error
         unequally."""
-        return [
-            shared_correlation(rows, self.reference_rows) if (rows := e.rows.get(graded.key)) else self.rho
-            for e in earlier
-        ] + [self.rho]
+        rows = [e.rows.get(graded.key) for e in earlier] + [graded.result.rows]
+        return [shared_correlation(n, self.reference_rows) if n else self.rho for n in rows]
 
     def level(self, check: str, tests: int = 1) -> float:
         """The Z a window of one of the check's metrics must reach when the metric is tested on `tests`
