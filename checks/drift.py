@@ -59,6 +59,7 @@ from driftline.checks.label_location import LabelSketch, location_metrics
 from driftline.checks.mergeable import Mergeable
 from driftline.checks.registry import register
 from driftline.checks.result import CheckResult
+from driftline.checks.shares import SHARE_SCORES, share_scores
 
 PSI_METRIC = Metric(
     (0.1, 0.2, 0.3),
@@ -452,7 +453,8 @@ def category_details(
     unseen: int,
 ) -> dict[str, Any]:
     """What a categorical comparison reports beside its metrics: the bins (names, reference and batch
-    counts) whose share moved most, the batch's share of categories the reference never had, rows."""
+    counts) whose share moved most, the batch's share of categories the reference never had, rows, and
+    each frequent bin's signed share score (`checks.shares`), the evidence the sustained layer sums."""
     return {
         "categories": len(summary.categories),
         "largest_changes": _largest_changes(*bins, DETAIL_CATEGORIES),
@@ -460,6 +462,7 @@ def category_details(
         "unseen_examples": unseen_names[:DETAIL_CATEGORIES],
         "reference_rows": summary.n,
         "dropped_rows": tally.dropped,
+        SHARE_SCORES: share_scores(bins[1], bins[2], bins[0]),
     }
 
 

@@ -3,13 +3,17 @@ batches graded against the same reference, so a change too small for one batch i
 
 Each batch's one-sided p-value becomes a score z = Φ⁻¹(1 − p) (clipped to ±`Z_CLIP`, so one wild
 batch, which the per-batch grade already judges, cannot carry a window alone). A window of the last
-w scores sums to S_w, whose no-change variance is w·φ²·(1 − ρ) + w²·ρ: every batch is compared with
-the same reference, so the scores share its sampling error (correlation ρ = n / (n + m)), and real
-batches vary more than sampling noise (overdispersion φ² ≥ 1, estimated from first differences, in
-which the shared term and a slow trend cancel). A window claims a sustained change when
+w scores sums to S_w, whose no-change variance is φ²·Σ(1 − ρ_i) + (Σ√ρ_i)²: every batch is compared
+with the same reference, so the scores share its sampling error (batch i's score loads √ρ_i on it,
+ρ_i = n_i / (n_i + m); w·φ²·(1 − ρ) + w²·ρ when the batches are the same size), and real batches vary
+more than sampling noise (overdispersion φ² ≥ 1, estimated from first differences, in which the
+shared term and a slow trend cancel). A window claims a sustained change when
 Z_w = S_w / sd(S_w) reaches the level of its metric's share of the monitor's false-alarm budget (the
 metrics that describe the model share half of it, the features the other half: `budget_shares`) and
-the window's mean excess effect is large enough to matter. Pure numpy and scipy: no history store here.
+the window's mean excess effect is large enough to matter. A target made of counts gives sharper
+evidence than its p-value: each frequent category's signed share score (`checks.shares`), summed in
+windows the same way and tested both ways, each category's rise and fall one test of the metric's
+share (`strongest_signed_claim`). Pure numpy and scipy: no history store here.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ KOLMOGOROV_MEAN = math.sqrt(math.pi / 2) * math.log(2)
 # performance: checks whose `role` is in `checks.base.MODEL_ROLES`) split among themselves; the other
 # metrics split the rest.
 MODEL_SHARE = 0.5
+# One ρ for every batch of a window, or each batch's, aligned with the scores.
+Rho = float | Sequence[float] | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -77,15 +83,47 @@ def overdispersion(earlier: Sequence[float] | np.ndarray, rho: float) -> float:
     return math.sqrt(max(1.0, batch_variance / max(1.0 - rho, 1e-12)))
 
 
-def window_variance(window: int, phi: float, rho: float) -> float:
-    """No-change variance of the sum of `window` scores: w·φ²·(1 − ρ) + w²·ρ."""
-    return window * phi * phi * (1.0 - rho) + window * window * rho
+def window_rhos(window: int, rho: Rho) -> np.ndarray:
+    """The ρ_i of the last `window` batches: the last `window` of a sequence, or one ρ for all."""
+    rhos = np.asarray(rho, dtype=float)
+    return np.full(window, float(rhos)) if rhos.ndim == 0 else rhos[-window:]
 
 
-def window_statistic(z: Sequence[float] | np.ndarray, window: int, phi: float, rho: float) -> float:
-    """Z_w of the last `window` scores: their sum over its no-change standard deviation."""
+def window_variance(window: int, phi: float, rho: Rho) -> float:
+    """No-change variance of the sum of the last `window` scores: φ²·Σ(1 − ρ_i) + (Σ√ρ_i)², each
+    batch's score loading √ρ_i on the reference's shared error (w·φ²·(1 − ρ) + w²·ρ for one ρ)."""
+    rhos = window_rhos(window, rho)
+    return float(phi * phi * np.sum(1.0 - rhos) + np.sum(np.sqrt(rhos)) ** 2)
+
+
+def window_statistic(z: Sequence[float] | np.ndarray, window: int, phi: float, rho: Rho) -> float:
+    """Z_w of the last `window` scores: their sum over its no-change standard deviation (`rho` one ρ
+    for every batch, or each batch's, aligned with `z`)."""
     recent = np.asarray(z, dtype=float)[-window:]
     return float(recent.sum() / math.sqrt(window_variance(window, phi, rho)))
+
+
+def strongest_signed_claim(
+    z: Sequence[float] | np.ndarray,
+    changes: Sequence[float] | np.ndarray,
+    *,
+    rho: Rho,
+    level: float,
+    min_change: tuple[float, float],
+) -> tuple[Claim, int] | None:
+    """`strongest_claim` of signed scores (a category's share score, positive when it rose), tested
+    both ways, clipped to ±`Z_CLIP` as p-value scores are: the stronger firing claim and its side (+1
+    the scores rose, −1 they fell), or None. `changes` are the matching signed changes (a share's),
+    whose window mean must reach `min_change[0]` for a rise and fall by `min_change[1]`. Each side is
+    one test of the budget."""
+    signed = np.clip(np.asarray(z, dtype=float), -Z_CLIP, Z_CLIP)
+    changes = np.asarray(changes, dtype=float)
+    best: tuple[Claim, int] | None = None
+    for side, least in zip((1, -1), min_change, strict=True):
+        claim = strongest_claim(side * signed, side * changes, rho=rho, level=level, min_excess=least)
+        if claim is not None and (best is None or claim.z > best[0].z):
+            best = (claim, side)
+    return best
 
 
 def budget_shares(model: int, other: int) -> tuple[float, float]:
@@ -100,12 +138,15 @@ def budget_shares(model: int, other: int) -> tuple[float, float]:
     return MODEL_SHARE / model, (1.0 - MODEL_SHARE) / other
 
 
-def sustained_level(expected_run_length: float, share: float, windows: int = len(WINDOWS)) -> float:
-    """The Z_w a window of a metric must reach: Φ⁻¹(1 − α · share / windows) with α = 1 /
-    expected_run_length and `share` the metric's share of it (`budget_shares`), so that by the union
+def sustained_level(
+    expected_run_length: float, share: float, windows: int = len(WINDOWS), tests: int = 1
+) -> float:
+    """The Z_w a window of a metric must reach: Φ⁻¹(1 − α · share / (windows · tests)) with α = 1 /
+    expected_run_length, `share` the metric's share of it (`budget_shares`) and `tests` the series the
+    metric is tested on (one p-value, or each scored category's rise and fall), so that by the union
     bound a clean run claims anything with probability at most α."""
     alpha = 1.0 / expected_run_length
-    return float(-special.ndtri(alpha * share / windows))
+    return float(-special.ndtri(alpha * share / (windows * max(tests, 1))))
 
 
 def no_change_mean(evidence: Evidence) -> float:
@@ -130,27 +171,29 @@ def strongest_claim(
     z: Sequence[float] | np.ndarray,
     excesses: Sequence[float] | np.ndarray,
     *,
-    rho: float,
+    rho: Rho,
     level: float,
     min_excess: float,
     windows: Sequence[int] = WINDOWS,
 ) -> Claim | None:
     """The firing window with the largest Z_w, or None. `z` holds clipped scores oldest first, this
-    batch last; `excesses` the matching excess effects (NaN where unknown, left out of the mean). A
-    window fires when it is full, Z_w ≥ `level` and its mean excess reaches `min_excess`; none is
-    tested before `MIN_EARLIER` earlier batches exist."""
+    batch last; `excesses` the matching excess effects (NaN where unknown, left out of the mean);
+    `rho` one ρ for every batch or each batch's, aligned with `z`. A window fires when it is full,
+    Z_w ≥ `level` and its mean excess reaches `min_excess`; none is tested before `MIN_EARLIER`
+    earlier batches exist. The claim records this batch's ρ."""
     z = np.asarray(z, dtype=float)
     excesses = np.asarray(excesses, dtype=float)
     if len(z) < MIN_EARLIER + 1:
         return None
-    phi = overdispersion(z[:-1], rho)
+    rhos = window_rhos(len(z), rho)
+    phi = overdispersion(z[:-1], float(rhos[:-1].mean()))
     best: Claim | None = None
     for window in windows:
         if window > len(z):
             continue
-        statistic = window_statistic(z, window, phi, rho)
+        statistic = window_statistic(z, window, phi, rhos)
         known = excesses[-window:][np.isfinite(excesses[-window:])]
         mean_excess = float(known.mean()) if len(known) else math.nan
         if statistic >= level and mean_excess >= min_excess and (best is None or statistic > best.z):
-            best = Claim(window, statistic, level, mean_excess, phi, rho)
+            best = Claim(window, statistic, level, mean_excess, phi, float(rhos[-1]))
     return best

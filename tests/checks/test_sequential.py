@@ -58,6 +58,24 @@ def test_the_shared_reference_variance_matches_a_simulation() -> None:
         assert sums.var() == pytest.approx(sq.window_variance(window, 1.0, rho), rel=0.05)
 
 
+def test_batches_of_different_sizes_share_the_reference_unequally() -> None:
+    """Batches of 300 to 3,000 rows against one reference of 6,000: batch i's score loads √ρ_i on the
+    reference's error, so Var(S_w) = Σ(1 − ρ_i) + (Σ√ρ_i)², within 5% of 20,000 simulated histories;
+    one ρ taken from a last batch of 300 rows understates a window of 16 by more than a third."""
+    rng = np.random.default_rng(9)
+    sizes = np.resize([3000, 1000, 2000, 500, 3000, 1500, 800, 3000], 16)
+    sizes[-1] = 300
+    reference = rng.normal(0, math.sqrt(1 / M), (20_000, 1))
+    means = rng.normal(0, np.sqrt(1 / sizes), (20_000, 16))
+    z = (means - reference) / np.sqrt(1 / sizes + 1 / M)
+    rhos = [sq.shared_correlation(n, M) for n in sizes]
+    for window in sq.WINDOWS:
+        sums = z[:, -window:].sum(axis=1)
+        assert sums.var() == pytest.approx(sq.window_variance(window, 1.0, rhos), rel=0.05)
+    assert sq.window_variance(16, 1.0, rhos[-1]) < 0.65 * z.sum(axis=1).var()
+    assert sq.window_variance(4, 1.3, [0.2] * 4) == pytest.approx(sq.window_variance(4, 1.3, 0.2))
+
+
 def false_claim_rate(rng: np.random.Generator, runs: int, levels: list[float], rho: float) -> float:
     """Share of clean runs (16 earlier batches and this one per target, target i held to `levels[i]`)
     in which any target claims."""

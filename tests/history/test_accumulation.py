@@ -28,21 +28,35 @@ START = datetime(2024, 1, 1, tzinfo=UTC)
 SE = 0.01
 
 
-def graded(estimate: float, check: str = "drift.label", target: str = "employed") -> CheckResult:
-    """A graded result of one normal-evidence metric, as a run grades it."""
+def graded(
+    estimate: float,
+    check: str = "drift.label",
+    target: str = "employed",
+    shares: dict[str, list[float]] | None = None,
+    rows: int = 1000,
+) -> CheckResult:
+    """A graded result of one normal-evidence metric, as a run grades it, with category share scores
+    ([score, reference share, batch share]) when given."""
     result = CheckResult(
         check,
         target,
         metrics={"share_change": estimate},
         thresholds={"share_change": [0.015, 0.03, 0.06]},
-        rows=1000,
+        rows=rows,
+        details={"share_scores": shares} if shares is not None else {},
         evidence={"share_change": normal(estimate, SE).to_dict()},
     )
     return grade_results([result])[0]
 
 
 def store_batch(
-    engine: Engine, day: int, estimate: float, reference: str = "A", status: str = "passed"
+    engine: Engine,
+    day: int,
+    estimate: float,
+    reference: str = "A",
+    status: str = "passed",
+    shares: dict[str, list[float]] | None = None,
+    rows: int = 1000,
 ) -> str:
     batch_id = (START + timedelta(days=day)).date().isoformat()
     record_run(
@@ -50,7 +64,7 @@ def store_batch(
         monitor="m",
         batch_id=batch_id,
         batch_time=START + timedelta(days=day),
-        results=[graded(estimate), graded(0.5, target="other")],
+        results=[graded(estimate, shares=shares, rows=rows), graded(0.5, target="other")],
         status=status,
         worst_severity="none",
         rows=1000,
@@ -187,3 +201,85 @@ def test_the_budget_gives_the_model_level_metrics_half_of_it() -> None:
     alone = Budget.of(SustainedConfig(), results[1:], rows=1000, reference_rows=6000)
     assert alone.level("drift.numeric") == pytest.approx(stats.norm.isf(0.001 / 3 / 4))
     assert budget_words(alone) == "3 metrics"
+
+
+def sustained_of(database_url: str, day: int, result: CheckResult, **config: Any) -> dict[str, Any] | None:
+    """Run the layer for one result of the batch of `day` (a reference of 6,000 rows, 1,000-row
+    batches); its `details.sustained`, or None."""
+    batch_id = (START + timedelta(days=day)).date().isoformat()
+    ran = SimpleNamespace(batch_id=batch_id, batch_time=START + timedelta(days=day), rows=1000)
+    prepared = SimpleNamespace(frame=range(6000), content_hash="A")
+    accumulate_evidence(context(database_url, **config), ran, prepared, [result])
+    return result.details.get("sustained")
+
+
+def test_a_label_rate_drifting_up_is_claimed_on_its_share_scores(store: Engine, database_url: str) -> None:
+    """Share scores 2.0, 2.2, 2.4 and 2.6 of the label's class "1" (a rate going from 0.40 to 0.45):
+    the window of four sums them over sqrt(4(1 − ρ) + 16ρ), ρ = 1/7, and reaches the level of one
+    metric tested both ways, Φ⁻¹(1 − 0.01 / (4 · 2)); a last batch whose share fell breaks every window."""
+    scores = [2.0, 2.2, 2.4, 2.6]
+    for day, z in enumerate(scores[:-1]):
+        store_batch(store, day, 0.02, shares={"1": [z, 0.4, 0.43 + 0.005 * day]})
+    result = graded(0.02, shares={"1": [scores[-1], 0.4, 0.45]})
+    claim = sustained_of(database_url, 3, result, expected_run_length=100)
+    assert claim is not None
+    rho = 1 / 7
+    assert claim["z"] == pytest.approx(sum(scores) / (4 * (1 - rho) + 16 * rho) ** 0.5)
+    assert claim["level"] == pytest.approx(stats.norm.isf(0.01 / 4 / 2))
+    assert (claim["category"], claim["direction"], claim["tests"], claim["window"]) == ("1", "rose", 2, 4)
+    assert claim["mean_excess"] == pytest.approx((0.43 + 0.435 + 0.44 + 0.45) / 4 - 0.4)
+    assert result.reason.endswith(
+        "; over the last 4 batches, the share of employed = 1 stayed above its reference share (mean "
+        "change +0.03875, z 3.8 ≥ 3.0 for 1 false page per 100 runs over 1 metric × 4 windows × 2 sides "
+        "of 1 category)"
+    )
+    falling = graded(0.02, shares={"1": [-scores[-1], 0.4, 0.45]})
+    assert sustained_of(database_url, 3, falling, expected_run_length=100) is None
+
+
+def test_older_runs_stored_without_share_scores_fall_back_to_p_values(
+    store: Engine, database_url: str
+) -> None:
+    """A history stored before the share scores existed: the layer accumulates the p-values, as
+    before, until two earlier batches carry scores; then the scores, over those batches only."""
+    for day in range(3):
+        store_batch(store, day, 0.02)
+    result = graded(0.02, shares={"1": [0.1, 0.4, 0.4]})
+    claim = sustained_of(database_url, 3, result, expected_run_length=100)
+    assert claim is not None and "category" not in claim and claim["window"] == 4
+    for day in (3, 4):
+        store_batch(store, day, 0.02, shares={"1": [0.1, 0.4, 0.4]})
+    assert (
+        sustained_of(database_url, 5, graded(0.02, shares={"1": [0.1, 0.4, 0.4]}), expected_run_length=100)
+        is None
+    )
+
+
+def test_a_certain_but_tiny_share_change_is_held_back(store: Engine, database_url: str) -> None:
+    """Scores far above the level but the category's share 0.3 points above its reference's: below
+    the gate (a quarter of the lowest threshold, 0.015, in share units), so no claim; for a PSI
+    metric the gate is the share change whose two-category PSI reaches a quarter of 0.1."""
+    from driftline.checks.shares import psi_share_change, two_bin_psi
+
+    for day in range(3):
+        store_batch(store, day, 0.02, shares={"1": [4.0, 0.4, 0.403]})
+    result = graded(0.02, shares={"1": [4.0, 0.4, 0.403]})
+    assert sustained_of(database_url, 3, result) is None
+    rise = psi_share_change(0.18, 0.025, 1)
+    assert two_bin_psi(0.18, 0.18 + rise) == pytest.approx(0.025)
+    assert 0.06 < rise < 0.07
+
+
+def test_each_earlier_batch_shares_the_reference_by_its_own_rows(store: Engine, database_url: str) -> None:
+    """Three earlier batches of 3,000 rows and this one of 1,000 against 6,000 reference rows: the
+    window of four sums the scores over sqrt(Σ(1 − ρ_i) + (Σ√ρ_i)²), ρ_i = n_i / (n_i + 6,000), read
+    from each stored result's rows."""
+    for day in range(3):
+        store_batch(store, day, 0.03, rows=3000)
+    result = graded(0.03)
+    claim = sustained_of(database_url, 3, result, expected_run_length=100)
+    assert claim is not None and claim["window"] == 4
+    rhos = [3000 / 9000] * 3 + [1000 / 7000]
+    variance = sum(1 - r for r in rhos) + sum(r**0.5 for r in rhos) ** 2
+    assert claim["z"] == pytest.approx(4 * stats.norm.isf(stats.norm.sf(3.0)) / variance**0.5)
+    assert claim["rho"] == pytest.approx(1000 / 7000)
