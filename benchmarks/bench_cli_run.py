@@ -20,7 +20,7 @@ in interleaved rounds (each round runs every command once) and each figure is it
 rounds, so a burst of load on a shared machine moves one round, not one row. The children read compiled
 bytecode, as an installed package's modules are (written in a temporary folder by the first, untimed
 round); `--no-bytecode` writes none, so modules without bytecode beside them (a checkout's) compile on
-every start, as with PYTHONDONTWRITEBYTECODE set: 0.2-0.5 CPU s more for each driftline command.
+every start, as with PYTHONDONTWRITEBYTECODE set (about 0.1 CPU s more for a driftline command).
 
 python -m benchmarks.bench_cli_run [--rounds 3] [--engine local --engine prefect] [--no-bytecode]
 """
