@@ -17,9 +17,12 @@ and beside it:
 Each command is a child process: its CPU is user + system time of its whole tree (reaped), its memory the
 peak of its tree's proportional set sizes summed (`TreeMemory`, sampled every 0.1 s). The commands run
 in interleaved rounds (each round runs every command once) and each figure is its minimum over the
-rounds, so a burst of load on a shared machine moves one round, not one row.
+rounds, so a burst of load on a shared machine moves one round, not one row. The children read compiled
+bytecode, as an installed package's modules are (written in a temporary folder by the first, untimed
+round); `--no-bytecode` writes none, so modules without bytecode beside them (a checkout's) compile on
+every start, as with PYTHONDONTWRITEBYTECODE set (about 0.1 CPU s more for a driftline command).
 
-python -m benchmarks.bench_cli_run [--rounds 3] [--engine local --engine prefect]
+python -m benchmarks.bench_cli_run [--rounds 3] [--engine local --engine prefect] [--no-bytecode]
 """
 
 from __future__ import annotations
@@ -139,6 +142,9 @@ def main() -> None:
     parser.add_argument(
         "--engine", action="append", help="an engine to run the monitor on (repeatable; default local)"
     )
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="children compile every module from source each time"
+    )
     args = parser.parse_args()
     engines = args.engine or ["local"]
     load = os.getloadavg()[0]
@@ -153,6 +159,11 @@ def main() -> None:
             PREFECT_HOME=str(folder / "prefect"),
             PREFECT_SERVER_ANALYTICS_ENABLED="false",
         )
+        if args.no_bytecode:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(folder / "bytecode")
         measured = commands(folder, spec, engines)
         for command in measured.values():  # fits and caches the profiles, warms the file cache
             cost(command, env)
@@ -168,7 +179,8 @@ def main() -> None:
         for row, c in best.items()
     ]
     print(f"demo monitor, batch {BATCH} (6,000 rows, 16 checks), profiles cached; {args.rounds} rounds")
-    print(f"load average at the start: {load:.2f}")
+    bytecode = "no bytecode written" if args.no_bytecode else "bytecode cached"
+    print(f"load average at the start: {load:.2f}; {bytecode}")
     print(table(rows, ("command", "wall s", "CPU s", "CPU × floor", "peak MB", "MB × floor")))
 
 

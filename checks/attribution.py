@@ -105,6 +105,7 @@ class _SlicingCheck(Check):
     family: ClassVar[str] = "attribution"
     role: ClassVar[str] = "attribution"
     needs: ClassVar[frozenset[str]] = frozenset({"label", "score", "features"})
+    worker_imports: ClassVar[tuple[str, ...]] = ("scipy.stats", "sklearn.tree")  # the tree, on every batch
 
     split_fraction: float = TreeSettings.split_fraction
     min_leaf_size: int = TreeSettings.min_leaf_size

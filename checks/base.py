@@ -94,6 +94,10 @@ class Check(ABC):
     # Slow to start (a heavy optional dependency imported when it runs): a run starts it before the
     # others, so it overlaps them instead of finishing last.
     slow_start: ClassVar[bool] = False
+    # Modules its evaluation imports (itself or through a library) that a plain run has not loaded:
+    # a run imports the ones two or more of its checks name before its workers fork, so the workers
+    # share one copy instead of importing it each (`tasks.run.driver.import_shared`).
+    worker_imports: ClassVar[tuple[str, ...]] = ()
 
     thresholds: dict[str, list[float]] | None = None
     features: list[str] | None = None

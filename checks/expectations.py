@@ -87,6 +87,7 @@ class ExpectationSuiteCheck(Check):
 
     name: ClassVar[str] = "expectations.suite"
     slow_start: ClassVar[bool] = True
+    worker_imports: ClassVar[tuple[str, ...]] = ("scipy.stats", "great_expectations")
     family: ClassVar[str] = "expectations"
     role: ClassVar[str] = "data_quality"
 

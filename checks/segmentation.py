@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 if TYPE_CHECKING:
     from sklearn.tree import DecisionTreeRegressor
@@ -277,15 +277,39 @@ def two_sample_ttest(
     var1, var2 = np.asarray(var1, dtype=float), np.asarray(var2, dtype=float)
     testable = (n1 >= 2) & (n2 >= 2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        t, p = stats.ttest_ind_from_stats(
-            mean1, np.sqrt(var1), n1, mean2, np.sqrt(var2), n2, equal_var=equal_var
-        )
+        t, p = _ttest_from_moments(n1, mean1, var1, n2, mean2, var2, equal_var)
     t, p = np.array(t, dtype=float, ndmin=1), np.array(p, dtype=float, ndmin=1)
     constant = testable & (var1 == 0) & (var2 == 0)
     same = np.isclose(mean1, mean2, rtol=1e-12, atol=1e-15)
     t = np.where(constant, np.where(same, 0.0, np.copysign(np.inf, mean1 - mean2)), t)
     p = np.where(constant, np.where(same, 1.0, 0.0), p)
     return np.where(testable, t, np.nan), np.where(testable, p, np.nan)
+
+
+def _ttest_from_moments(
+    n1: np.ndarray,
+    mean1: np.ndarray,
+    var1: np.ndarray,
+    n2: np.ndarray,
+    mean2: np.ndarray,
+    var2: np.ndarray,
+    equal_var: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`scipy.stats.ttest_ind_from_stats` on standard deviations sqrt(var), in its operations and
+    their order (so to the bit), with scipy.special's t distribution: scipy.stats costs 0.5-1 CPU s
+    to import."""
+    v1, v2 = np.sqrt(var1) ** 2, np.sqrt(var2) ** 2
+    if equal_var:
+        v1, v2 = np.where(n1 == 1, 0.0, v1), np.where(n2 == 1, 0.0, v2)
+        df = n1 + n2 - 2.0
+        denom = np.sqrt(((n1 - 1) * v1 + (n2 - 1) * v2) / df * (1.0 / n1 + 1.0 / n2))
+    else:
+        vn1, vn2 = v1 / n1, v2 / n2
+        df = (vn1 + vn2) ** 2 / (vn1**2 / (n1 - 1) + vn2**2 / (n2 - 1))
+        df = np.where(np.isnan(df), 1.0, df)  # both variances zero: any df
+        denom = np.sqrt(vn1 + vn2)
+    t = np.divide(mean1 - mean2, denom)
+    return t, 2 * special.stdtr(df, -np.abs(t))
 
 
 def _encode(frame: pd.DataFrame, values: np.ndarray, grow: np.ndarray) -> tuple[np.ndarray, list[_Dimension]]:
