@@ -3,7 +3,7 @@ and the retry policy they share under every engine."""
 
 from __future__ import annotations
 
-import time
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +20,7 @@ from driftline.tasks.config.spec import MonitorSpec
 from driftline.tasks.references.profiles import ProfileCache
 from driftline.tasks.sources import Batch, DataSource, SourceError, open_source
 from driftline.tasks.sources.read_limits import DEFAULT_LIMITS, ReadLimits
+from driftline.tasks.tools.retry import retried
 
 T = TypeVar("T")
 
@@ -49,14 +50,7 @@ class RetryPolicy:
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)`, retried after each delay while it raises a transient error."""
-        for delay in self.delays:
-            try:
-                return fn(*args)
-            except Exception as exc:
-                if not is_transient(exc):
-                    raise
-            time.sleep(delay)
-        return fn(*args)
+        return retried(functools.partial(fn, *args), self.delays, is_transient)
 
 
 IO_RETRIES = RetryPolicy()

@@ -18,7 +18,6 @@ import functools
 import glob as local_glob
 import logging
 import re
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any, ParamSpec, TypeVar
 
 from driftline.tasks.sources.base import SourceError
+from driftline.tasks.tools import retry
 from driftline.tasks.tools.safe_text import first_line
 
 # URL schemes a spec's `path:` may use, and the extra that installs each one's filesystem.
@@ -195,17 +195,13 @@ def retrying(operation: Callable[P, T]) -> Callable[P, T]:
 def _attempts(call: Callable[[], T]) -> T:
     """`call()`, tried up to `len(RETRY_DELAYS) + 1` times while it fails transiently (see `retrying`)."""
     attempts = len(RETRY_DELAYS) + 1
-    for attempt, delay in enumerate(RETRY_DELAYS, start=1):
-        try:
-            return call()
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            reason = first_line(str(exc))
-            log.warning("%s; trying again in %g s (attempt %d of %d)", reason, delay, attempt, attempts)
-        time.sleep(delay)
+
+    def told(exc: BaseException, delay: float, attempt: int) -> None:
+        reason = first_line(str(exc))
+        log.warning("%s; trying again in %g s (attempt %d of %d)", reason, delay, attempt, attempts)
+
     try:
-        return call()
+        return retry.retried(call, RETRY_DELAYS, is_transient, told)
     except Exception as exc:
         if not is_transient(exc):
             raise
