@@ -105,3 +105,18 @@ def test_the_channels_come_from_the_connection_and_one_failing_leaves_the_others
 
     with pytest.raises(ValueError, match="unknown channel kind 'pager'"):
         DriftlineNotifier(channels=[{"kind": "pager"}]).channel_configs()
+
+
+def test_a_verdict_no_destination_takes_is_kept_in_the_task_log(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("TEAMS_WEBHOOK_URL", raising=False)
+    with recorder_module().HttpRecorder(default=404) as slack:
+        conn = {"conn_type": "driftline", "extra": {"slack_webhook_url": f"{slack.url}/services/T0/B0/x"}}
+        monkeypatch.setenv("AIRFLOW_CONN_DRIFTLINE_DEFAULT", json.dumps(conn))
+        notify(DriftlineNotifier(channels=[{"kind": "teams"}]))  # neither raises nor loses the verdict
+        assert len(slack.requests) == 1
+    log = capsys.readouterr().out
+    assert "verdict not sent to slack" in log and "verdict not sent to teams: no Teams webhook URL" in log
+    assert log.count("• drift.numeric[x] high") == 2 and log.count("• performance.overall[model] medium") == 2
+    assert "*m* batch 2024-01-02: failed (worst severity high)" in log

@@ -8,7 +8,9 @@ and to every alert channel given (`channels`, else the connection's extra `chann
 a spec's `alerts.channels` (PagerDuty, Teams, email, a signed webhook, Slack, or any kind registered or
 published under `driftline.channels`), built by the same channel registry, rendered by each channel from
 one channel-neutral `Alert`, with `*_block` secrets read from Airflow connections. Delivery is
-driftline's own, so retries, redaction and error messages are those of the monitor's alerts.
+driftline's own, so retries, redaction and error messages are those of the monitor's alerts. A destination
+that does not take the verdict is logged with the verdict itself, so the task log keeps it; the callback
+does not fail.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class DriftlineNotifier(BaseNotifier):
 
     def notify(self, context: Any) -> None:
         """Send the summary's verdict; say so in the log when the task pushed no summary."""
+        from driftline.tasks.alerts.channels.base import DeliveryError
         from driftline.tasks.alerts.delivery import build_sender
 
         ti = context["ti"]
@@ -116,9 +119,17 @@ class DriftlineNotifier(BaseNotifier):
         sender = build_sender(config, token, stream=sys.stdout)
         if sender is not None:
             section = {"type": "section", "text": {"type": "mrkdwn", "text": message}}
-            sender.send({"text": message, "blocks": [section]})
+            try:
+                sender.send({"text": message, "blocks": [section]})
+            except DeliveryError as exc:
+                self.undelivered(sender.destination, sender.redact(str(exc)), message)
         if entries := self.channel_configs():
-            self.send_to_channels(entries, verdict_alert(summary))
+            self.send_to_channels(entries, verdict_alert(summary), message)
+
+    def undelivered(self, destination: str, why: str, message: str) -> None:
+        """Log that `destination` did not get the verdict and why, with the verdict itself, so the task
+        log keeps what no channel took."""
+        self.log.error("verdict not sent to %s: %s; the verdict:\n%s", destination, why, message)
 
     def channel_configs(self) -> list[ChannelConfig]:
         """The alert channels to send to, validated as a spec's `alerts.channels` entries are (a wrong
@@ -138,10 +149,10 @@ class DriftlineNotifier(BaseNotifier):
             entries = json.loads(given) if isinstance(given, str) else list(given or [])
         return AlertConfig.model_validate({"console": False, "channels": entries}).channels
 
-    def send_to_channels(self, entries: list[ChannelConfig], alert: Alert) -> None:
+    def send_to_channels(self, entries: list[ChannelConfig], alert: Alert, message: str) -> None:
         """Send `alert` through each channel (one message per incident to a per-incident channel such
         as PagerDuty, only for the checks the run keyed to an incident); a channel that cannot be built
-        or refuses the message is logged, and the others still get theirs."""
+        or refuses the message is logged with the verdict (`message`), and the others still get theirs."""
         from driftline.tasks.alerts.alert import Alert
         from driftline.tasks.alerts.channels.base import ChannelUnavailable, Credentials, DeliveryError
         from driftline.tasks.alerts.channels.registry import channel_class
@@ -153,7 +164,7 @@ class DriftlineNotifier(BaseNotifier):
             try:
                 channel = channel_class(entry.kind).from_config(entry, credentials)
             except ChannelUnavailable as exc:
-                self.log.error("verdict not sent to %s: %s", entry.destination, exc)
+                self.undelivered(entry.destination, str(exc), message)
                 continue
             parts = [[c] for c in alert.changes if c.incident_id] if channel.per_incident else [alert.changes]
             if channel.per_incident and len(parts) < len(alert.changes):
@@ -166,7 +177,7 @@ class DriftlineNotifier(BaseNotifier):
                 try:
                     channel.send(channel.message(part), key=key)
                 except DeliveryError as exc:
-                    self.log.error("verdict not sent to %s: %s", entry.destination, channel.redact(str(exc)))
+                    self.undelivered(entry.destination, channel.redact(str(exc)), message)
 
     def alert_config(self) -> tuple[Any, str | None]:
         """driftline's alert config for the connection's Slack destination (console when none) and
