@@ -70,6 +70,7 @@ class Plan:
     season_rows: int
     data: tuple[str, ...]
     shift_data: tuple[str, ...]
+    expected_run_length: float | None = None
 
 
 FULL = Plan(
@@ -158,6 +159,7 @@ class Bench:
             ProfileCache(base / "profiles"),
             reference or base / "reference.parquet",
             roles,
+            {"expected_run_length": erl} if (erl := self.plan.expected_run_length) else None,
         )
 
     def keep_for_peers(self, data: DataSet, sequence: str, batches: list[pd.DataFrame]) -> None:
@@ -471,6 +473,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--id-repeats", type=int, help="clean batches per size in the id-column part")
     parser.add_argument("--data", nargs="*", choices=("census", "adult"), help="only these data sets")
     parser.add_argument(
+        "--expected-run-length",
+        type=float,
+        help="the monitors' alerts.sustained.expected_run_length (default: the spec's default)",
+    )
+    parser.add_argument(
         "--parts",
         nargs="*",
         choices=PARTS,
@@ -495,6 +502,7 @@ def chosen_plan(args: argparse.Namespace) -> Plan:
         "id_repeats": args.id_repeats,
         "data": tuple(args.data) if args.data else None,
         "shift_data": tuple(args.data) if args.data else None,
+        "expected_run_length": args.expected_run_length,
     }
     return replace(plan, **{k: v for k, v in given.items() if v is not None})
 
@@ -550,6 +558,7 @@ def describe(plan: Plan) -> str:
         f"and per persistent shift ({plan.persistent_batches}), id batches of "
         f"{', '.join(f'{s:,}' for s in plan.id_sizes)} rows ×{plan.id_repeats}; clean: "
         f"{', '.join(plan.data)}; shifts: {', '.join(plan.shift_data)}"
+        + (f"; sustained expected run length {erl:g}" if (erl := plan.expected_run_length) else "")
     )
 
 

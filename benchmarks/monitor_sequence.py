@@ -97,6 +97,7 @@ class MonitoredSequence:
         cache: ProfileCache,
         reference: Path,
         roles: dict[str, Any] | None = None,
+        sustained: dict[str, Any] | None = None,
     ) -> None:
         from driftline.tasks.config.spec import load_spec
 
@@ -110,6 +111,7 @@ class MonitoredSequence:
         spec["alerts"] = {
             "min_severity": MIN_SEVERITY,
             "slack": {"channel": CHANNEL, "token_env": TOKEN_ENV, "base_url": slack.api_url},
+            **({"sustained": sustained} if sustained else {}),
         }
         append = f'echo "$DRIFTLINE_BATCH_ID" >> {shlex.quote(str(self.retrain_log))}'
         spec["retrain"] = {**(spec.get("retrain") or {}), "command": ["/bin/sh", "-c", append]}
