@@ -32,7 +32,7 @@ demo: $(BIN)/driftline
 # The Airflow provider's tests run in their own environment (Airflow and Prefect cannot share one),
 # made on first use under deployments/airflow/.venv.
 test: $(BIN)/driftline
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 	bash deployments/airflow/run-tests.sh -q
 
 $(NEXT_VENV)/bin/driftline: pyproject.toml
@@ -43,7 +43,7 @@ $(NEXT_VENV)/bin/driftline: pyproject.toml
 
 # The tests that run flows on a Prefect server (marked `prefect`), on Prefect's newest supported minor.
 test-prefect-next: $(NEXT_VENV)/bin/driftline
-	$(NEXT_VENV)/bin/python -m pytest -q -m prefect tests/flows tests/deploy tests/scale
+	$(NEXT_VENV)/bin/python -m pytest -q -n auto -m prefect tests/flows tests/deploy tests/scale
 
 # The fast loop: everything but the end-to-end tests (wheel, servers, clusters, browser, Airflow),
 # on every core.
