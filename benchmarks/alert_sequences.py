@@ -70,7 +70,7 @@ class Plan:
     season_rows: int
     data: tuple[str, ...]
     shift_data: tuple[str, ...]
-    expected_run_length: float | None = None
+    sustained: tuple[tuple[str, float], ...] = ()  # alerts.sustained keys the monitors set
 
 
 FULL = Plan(
@@ -159,7 +159,7 @@ class Bench:
             ProfileCache(base / "profiles"),
             reference or base / "reference.parquet",
             roles,
-            {"expected_run_length": erl} if (erl := self.plan.expected_run_length) else None,
+            dict(self.plan.sustained) or None,
         )
 
     def keep_for_peers(self, data: DataSet, sequence: str, batches: list[pd.DataFrame]) -> None:
@@ -478,6 +478,9 @@ def parse_args() -> argparse.Namespace:
         help="the monitors' alerts.sustained.expected_run_length (default: the spec's default)",
     )
     parser.add_argument(
+        "--min-effect", type=float, help="the monitors' alerts.sustained.min_effect (default: the spec's)"
+    )
+    parser.add_argument(
         "--parts",
         nargs="*",
         choices=PARTS,
@@ -502,7 +505,12 @@ def chosen_plan(args: argparse.Namespace) -> Plan:
         "id_repeats": args.id_repeats,
         "data": tuple(args.data) if args.data else None,
         "shift_data": tuple(args.data) if args.data else None,
-        "expected_run_length": args.expected_run_length,
+        "sustained": tuple(
+            (key, value)
+            for key, value in vars(args).items()
+            if key in ("expected_run_length", "min_effect") and value is not None
+        )
+        or None,
     }
     return replace(plan, **{k: v for k, v in given.items() if v is not None})
 
@@ -558,7 +566,7 @@ def describe(plan: Plan) -> str:
         f"and per persistent shift ({plan.persistent_batches}), id batches of "
         f"{', '.join(f'{s:,}' for s in plan.id_sizes)} rows ×{plan.id_repeats}; clean: "
         f"{', '.join(plan.data)}; shifts: {', '.join(plan.shift_data)}"
-        + (f"; sustained expected run length {erl:g}" if (erl := plan.expected_run_length) else "")
+        + "".join(f"; sustained {key.replace('_', ' ')} {value:g}" for key, value in plan.sustained)
     )
 
 
