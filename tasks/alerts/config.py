@@ -308,7 +308,7 @@ class SustainedConfig(BaseModel):
         1000, ge=2, description="clean runs per false sustained claim, over every metric of the monitor"
     )
     min_effect: float = Field(
-        0.25, ge=0, description="mean excess effect needed, as a share of the metric's lowest threshold"
+        0.2, ge=0, description="mean excess effect needed, as a share of the metric's lowest threshold"
     )
 
 
