@@ -160,10 +160,13 @@ def test_an_unreachable_endpoint_is_one_line_naming_the_url_and_nothing_is_store
 
     from tests.sources.conftest import free_port
 
+    from driftline.tasks.config.spec import load_spec
+    from driftline.tasks.sources import storage
+
     closed = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("AWS_ENDPOINT_URL", closed)
+    monkeypatch.setattr(storage, "RETRY_DELAYS", (0.01, 0.01, 0.01))  # the retries, without their waits
     s3fs.S3FileSystem.clear_instance_cache()  # the cached filesystem knows the live server
-    from driftline.tasks.config.spec import load_spec
 
     spec_path = spec_file(tmp_path, "s3://gone/reference.parquet", "s3://gone/{batch}.parquet")
     try:
