@@ -158,10 +158,9 @@ def test_an_unreachable_endpoint_is_one_line_naming_the_url_and_nothing_is_store
 ) -> None:
     import s3fs
 
-    from tests.sources.conftest import free_port
-
     from driftline.tasks.config.spec import load_spec
     from driftline.tasks.sources import storage
+    from tests.sources.conftest import free_port
 
     closed = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("AWS_ENDPOINT_URL", closed)
