@@ -31,8 +31,12 @@ demo: $(BIN)/driftline
 
 # The Airflow provider's tests run in their own environment (Airflow and Prefect cannot share one),
 # made on first use under deployments/airflow/.venv.
+# The tests on a Prefect server (marked `prefect`) run one at a time after the rest, which use every
+# core: a Prefect test server keeps its state in SQLite, whose writes can stall for a minute while
+# other tests load the machine, and a flow run then loses its returned value.
 test: $(BIN)/driftline
-	$(BIN)/python -m pytest -q -n auto
+	$(BIN)/python -m pytest -q -n auto -m "not prefect"
+	$(BIN)/python -m pytest -q -m prefect
 	bash deployments/airflow/run-tests.sh -q
 
 $(NEXT_VENV)/bin/driftline: pyproject.toml
@@ -43,7 +47,7 @@ $(NEXT_VENV)/bin/driftline: pyproject.toml
 
 # The tests that run flows on a Prefect server (marked `prefect`), on Prefect's newest supported minor.
 test-prefect-next: $(NEXT_VENV)/bin/driftline
-	$(NEXT_VENV)/bin/python -m pytest -q -n auto -m prefect tests/flows tests/deploy tests/scale
+	$(NEXT_VENV)/bin/python -m pytest -q -m prefect tests/flows tests/deploy tests/scale
 
 # The fast loop: everything but the end-to-end tests (wheel, servers, clusters, browser, Airflow),
 # on every core.
