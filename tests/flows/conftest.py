@@ -15,8 +15,8 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[None]:
-    """A temporary Prefect server (its own SQLite database) shared by the session's flow tests."""
-    from prefect.testing.utilities import prefect_test_harness
+    """A temporary Prefect server (its own PostgreSQL database) shared by the session's flow tests."""
+    from tests.prefect_server import temporary_prefect_server
 
-    with prefect_test_harness(server_startup_timeout=60):
+    with temporary_prefect_server():
         yield

@@ -73,9 +73,10 @@ def prefect_api() -> Iterator[str]:
     """A temporary Prefect server; its URL is also put in the environment, so that Dask worker
     processes report to it instead of each starting a server of its own."""
     from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=60):
+    from tests.prefect_server import temporary_prefect_server
+
+    with temporary_prefect_server():
         url = PREFECT_API_URL.value()
         before = os.environ.get("PREFECT_API_URL")
         os.environ["PREFECT_API_URL"] = url
