@@ -31,9 +31,8 @@ demo: $(BIN)/driftline
 
 # The Airflow provider's tests run in their own environment (Airflow and Prefect cannot share one),
 # made on first use under deployments/airflow/.venv.
-# The tests on a Prefect server (marked `prefect`) run one at a time after the rest, which use every
-# core: a Prefect test server keeps its state in SQLite, whose writes can stall for a minute while
-# other tests load the machine, and a flow run then loses its returned value.
+# The rest of the suite uses every core; the tests on a Prefect server (marked `prefect`: servers,
+# workers and schedules on real clocks) then run one at a time, as they run under test-prefect-next.
 test: $(BIN)/driftline
 	$(BIN)/python -m pytest -q -n auto -m "not prefect"
 	$(BIN)/python -m pytest -q -m prefect
