@@ -59,8 +59,14 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 
 
-def _postgres_database() -> Iterator[str]:
-    """Create a throw-away PostgreSQL database; skip when unreachable, but fail under CI=true."""
+class PostgresUnreachable(RuntimeError):
+    """The tests' PostgreSQL did not answer."""
+
+
+@contextlib.contextmanager
+def throwaway_postgres_database() -> Iterator[str]:
+    """A fresh database on the tests' PostgreSQL, dropped on exit; `PostgresUnreachable` when it does
+    not answer."""
     admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
     name = f"driftline_test_{uuid.uuid4().hex[:10]}"
     try:
@@ -68,17 +74,25 @@ def _postgres_database() -> Iterator[str]:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
     except OperationalError as exc:
         admin.dispose()
-        message = f"PostgreSQL at {POSTGRES_ADMIN_URL} is unreachable: {exc.orig}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+        raise PostgresUnreachable(f"PostgreSQL at {POSTGRES_ADMIN_URL} is unreachable: {exc.orig}") from exc
     try:
-        yield url
+        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def _postgres_database() -> Iterator[str]:
+    """A throw-away PostgreSQL database; skip when unreachable, but fail under CI=true."""
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(throwaway_postgres_database())
+        except PostgresUnreachable as exc:
+            if os.environ.get("CI") == "true":
+                pytest.fail(str(exc))
+            pytest.skip(str(exc))
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

@@ -13,45 +13,29 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
-from sqlalchemy import create_engine
-from sqlalchemy.exc import OperationalError
-
-from tests.conftest import POSTGRES_ADMIN_URL, _postgres_database
+from tests.conftest import PostgresUnreachable, throwaway_postgres_database
 from tests.sources.conftest import free_port
-
-
-def postgres_reachable() -> bool:
-    """Whether the tests' PostgreSQL answers; under CI=true it must (the database fixture fails)."""
-    if os.environ.get("CI") == "true":
-        return True
-    engine = create_engine(POSTGRES_ADMIN_URL)
-    try:
-        with engine.connect():
-            return True
-    except OperationalError:
-        return False
-    finally:
-        engine.dispose()
 
 
 @contextmanager
 def temporary_prefect_server(startup_timeout: int = 60) -> Iterator[None]:
-    """A Prefect server in a subprocess, the API of this process until the block exits."""
-    if not postgres_reachable():
-        from prefect.testing.utilities import prefect_test_harness
+    """A Prefect server in a subprocess, the API of this process until the block exits; on SQLite only
+    where PostgreSQL is unreachable and CI is not set (under CI=true that is an error)."""
+    from prefect.testing.utilities import prefect_test_harness
 
-        with prefect_test_harness(server_startup_timeout=startup_timeout):
-            yield
-        return
-    databases = _postgres_database()
-    url = next(databases).replace("postgresql+psycopg://", "postgresql+asyncpg://", 1)
-    try:
-        with _server_on(url, startup_timeout):
-            yield
-    finally:
-        databases.close()  # drops the database
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(throwaway_postgres_database())
+        except PostgresUnreachable:
+            if os.environ.get("CI") == "true":
+                raise
+            stack.enter_context(prefect_test_harness(server_startup_timeout=startup_timeout))
+        else:
+            asyncpg = url.replace("postgresql+psycopg://", "postgresql+asyncpg://", 1)
+            stack.enter_context(_server_on(asyncpg, startup_timeout))
+        yield
 
 
 @contextmanager
