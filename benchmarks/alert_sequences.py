@@ -497,6 +497,7 @@ PARTS = ("clean", "ramps", "persistent", "ids", "seasons")
 def chosen_plan(args: argparse.Namespace) -> Plan:
     """The quick or full plan with the command line's overrides."""
     plan = QUICK if args.quick else FULL
+    sustained = {"expected_run_length": args.expected_run_length, "min_effect": args.min_effect}
     given = {
         "clean": args.clean,
         "sequences": args.sequences,
@@ -505,12 +506,7 @@ def chosen_plan(args: argparse.Namespace) -> Plan:
         "id_repeats": args.id_repeats,
         "data": tuple(args.data) if args.data else None,
         "shift_data": tuple(args.data) if args.data else None,
-        "sustained": tuple(
-            (key, value)
-            for key, value in vars(args).items()
-            if key in ("expected_run_length", "min_effect") and value is not None
-        )
-        or None,
+        "sustained": tuple((k, v) for k, v in sustained.items() if v is not None) or None,
     }
     return replace(plan, **{k: v for k, v in given.items() if v is not None})
 
